@@ -1,0 +1,189 @@
+#include "common/cell_spec.h"
+
+#include <array>
+#include <cstdio>
+#include <utility>
+
+#include "common/error.h"
+
+namespace scalebench {
+namespace {
+
+template <typename Enum, size_t N>
+std::optional<Enum> lookup(const std::array<std::pair<const char*, Enum>, N>& table,
+                           const std::string& text) {
+  for (const auto& [name, value] : table) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
+template <typename Enum, size_t N>
+std::string name_of(const std::array<std::pair<const char*, Enum>, N>& table, Enum value) {
+  for (const auto& [name, candidate] : table) {
+    if (candidate == value) return name;
+  }
+  return "?";
+}
+
+constexpr std::array<std::pair<const char*, Mode>, 2> kModes{{{"train", Mode::kTrain},
+                                                              {"infer", Mode::kInfer}}};
+constexpr std::array<std::pair<const char*, Precision>, 3> kPrecisions{
+    {{"fp32", Precision::kFp32}, {"fp16", Precision::kFp16}, {"bf16", Precision::kBf16}}};
+constexpr std::array<std::pair<const char*, Device>, 3> kDevices{
+    {{"auto", Device::kAuto}, {"cpu", Device::kCpu}, {"cuda", Device::kCuda}}};
+constexpr std::array<std::pair<const char*, Backend>, 3> kBackends{
+    {{"auto", Backend::kAuto}, {"mpi", Backend::kMpi}, {"nccl", Backend::kNccl}}};
+
+template <typename T>
+T field(const nlohmann::json& json, const char* key) {
+  if (!json.contains(key)) {
+    throw InputError(std::string("cell spec JSON: missing field '") + key + "'");
+  }
+  try {
+    return json.at(key).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("cell spec JSON: field '") + key + "': " + e.what());
+  }
+}
+
+template <typename Enum, size_t N>
+Enum enum_field(const nlohmann::json& json, const char* key,
+                const std::array<std::pair<const char*, Enum>, N>& table) {
+  const auto text = field<std::string>(json, key);
+  const auto value = lookup(table, text);
+  if (!value) {
+    throw InputError(std::string("cell spec JSON: field '") + key + "' has unknown value '" +
+                     text + "'");
+  }
+  return *value;
+}
+
+}  // namespace
+
+std::string to_string(Mode mode) { return name_of(kModes, mode); }
+std::string to_string(Precision precision) { return name_of(kPrecisions, precision); }
+std::string to_string(Device device) { return name_of(kDevices, device); }
+std::string to_string(Backend backend) { return name_of(kBackends, backend); }
+std::optional<Mode> parse_mode(const std::string& text) { return lookup(kModes, text); }
+std::optional<Precision> parse_precision(const std::string& text) {
+  return lookup(kPrecisions, text);
+}
+std::optional<Device> parse_device(const std::string& text) { return lookup(kDevices, text); }
+std::optional<Backend> parse_backend(const std::string& text) {
+  return lookup(kBackends, text);
+}
+
+uint64_t fnv1a64(const std::string& bytes) {
+  uint64_t hash = 14695981039346656037ULL;
+  for (const unsigned char byte : bytes) {
+    hash ^= byte;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+nlohmann::json canonical_json(const CellSpec& spec) {
+  nlohmann::json json;
+  json["branch"] = spec.branch;
+  json["commit"] = spec.commit;
+  json["experiment"] = spec.experiment;
+  json["model"] = {{"zoo", spec.model.zoo}, {"torchscript", spec.model.torchscript}};
+  json["input_shape"] = spec.input_shape;
+  json["num_classes"] = spec.num_classes;
+  json["mode"] = to_string(spec.mode);
+  json["optimizer"] = {{"name", spec.optimizer.name},
+                       {"lr", spec.optimizer.lr},
+                       {"momentum", spec.optimizer.momentum},
+                       {"weight_decay", spec.optimizer.weight_decay}};
+  json["data"] = {{"kind", spec.data.kind},
+                  {"path", spec.data.path},
+                  {"inputs", spec.data.inputs},
+                  {"targets", spec.data.targets}};
+  json["checkpoint"] = spec.checkpoint;
+  json["batch_size"] = spec.batch_size;
+  json["world_size"] = spec.world_size;
+  json["precision"] = to_string(spec.precision);
+  json["channels_last"] = spec.channels_last;
+  json["tf32"] = spec.tf32;
+  json["device"] = to_string(spec.device);
+  json["backend"] = to_string(spec.backend);
+  json["bucket_bytes"] = spec.bucket_bytes;
+  json["first_bucket_bytes"] = spec.first_bucket_bytes;
+  json["warmup_iterations"] = spec.warmup_iterations;
+  json["measured_iterations"] = spec.measured_iterations;
+  json["samples"] = spec.samples;
+  json["seed"] = spec.seed;
+  json["timeout_s"] = spec.timeout_s;
+  return json;
+}
+
+std::string compute_cell_id(const CellSpec& spec) {
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx",
+                static_cast<unsigned long long>(fnv1a64(canonical_json(spec).dump())));
+  return std::string(hex.data(), 16);
+}
+
+CellSpec finalize_cell_id(CellSpec spec) {
+  spec.cell_id = compute_cell_id(spec);
+  return spec;
+}
+
+nlohmann::json to_json(const CellSpec& spec) {
+  nlohmann::json json = canonical_json(spec);
+  json["source"] = spec.source;
+  json["cell_id"] = spec.cell_id;
+  return json;
+}
+
+CellSpec cell_spec_from_json(const nlohmann::json& json) {
+  if (!json.is_object()) throw InputError("cell spec JSON: expected an object");
+  CellSpec spec;
+  spec.branch = field<std::string>(json, "branch");
+  spec.commit = field<std::string>(json, "commit");
+  spec.experiment = field<std::string>(json, "experiment");
+  const auto model = field<nlohmann::json>(json, "model");
+  spec.model.zoo = field<std::string>(model, "zoo");
+  spec.model.torchscript = field<std::string>(model, "torchscript");
+  spec.input_shape = field<std::vector<int64_t>>(json, "input_shape");
+  spec.num_classes = field<int64_t>(json, "num_classes");
+  spec.mode = enum_field(json, "mode", kModes);
+  const auto optimizer = field<nlohmann::json>(json, "optimizer");
+  spec.optimizer.name = field<std::string>(optimizer, "name");
+  spec.optimizer.lr = field<double>(optimizer, "lr");
+  spec.optimizer.momentum = field<double>(optimizer, "momentum");
+  spec.optimizer.weight_decay = field<double>(optimizer, "weight_decay");
+  const auto data = field<nlohmann::json>(json, "data");
+  spec.data.kind = field<std::string>(data, "kind");
+  spec.data.path = field<std::string>(data, "path");
+  spec.data.inputs = field<std::string>(data, "inputs");
+  spec.data.targets = field<std::string>(data, "targets");
+  spec.checkpoint = field<std::string>(json, "checkpoint");
+  spec.batch_size = field<int64_t>(json, "batch_size");
+  spec.world_size = field<int>(json, "world_size");
+  spec.precision = enum_field(json, "precision", kPrecisions);
+  spec.channels_last = field<bool>(json, "channels_last");
+  spec.tf32 = field<bool>(json, "tf32");
+  spec.device = enum_field(json, "device", kDevices);
+  spec.backend = enum_field(json, "backend", kBackends);
+  spec.bucket_bytes = field<int64_t>(json, "bucket_bytes");
+  spec.first_bucket_bytes = field<int64_t>(json, "first_bucket_bytes");
+  spec.warmup_iterations = field<int>(json, "warmup_iterations");
+  spec.measured_iterations = field<int>(json, "measured_iterations");
+  spec.samples = field<int64_t>(json, "samples");
+  spec.seed = field<uint64_t>(json, "seed");
+  spec.timeout_s = field<double>(json, "timeout_s");
+  spec.source = json.value("source", std::string());
+  spec.cell_id = json.value("cell_id", std::string());
+  return spec;
+}
+
+std::string cell_label(const CellSpec& spec) {
+  const std::string branch = spec.branch.empty() ? "-" : spec.branch;
+  return branch + "/" + spec.experiment + "/" + to_string(spec.mode) + "/b" +
+         std::to_string(spec.batch_size) + "/w" + std::to_string(spec.world_size) + "/" +
+         to_string(spec.precision);
+}
+
+}  // namespace scalebench

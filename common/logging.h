@@ -1,0 +1,50 @@
+// Logging with Boost.Log: severity, rank and cell attributes.
+//
+// Rank 0 logs to the console (stderr) at the chosen verbosity; every rank that is given
+// a log directory also writes everything (debug and up) to <dir>/rank-<N>.log.
+// Thread-safe: the global logger is a severity_logger_mt.
+#pragma once
+
+#include <boost/log/sources/global_logger_storage.hpp>
+#include <boost/log/sources/record_ostream.hpp>
+#include <boost/log/sources/severity_logger.hpp>
+#include <boost/log/trivial.hpp>
+#include <filesystem>
+#include <string>
+
+namespace scalebench {
+
+using Severity = boost::log::trivial::severity_level;
+
+enum class Verbosity { kQuiet, kNormal, kVerbose };
+
+struct LogOptions {
+  Verbosity verbosity = Verbosity::kNormal;  ///< console: quiet=warning+, normal=info+, verbose=debug+
+  int rank = 0;                              ///< MPI_COMM_WORLD rank, shown in every record
+  bool console = true;                       ///< write to stderr (rank 0 only, by convention)
+  std::filesystem::path log_dir;             ///< empty = no per-rank file
+};
+
+/// Configures the sinks once per process. Calling it again replaces the sinks.
+void init_logging(const LogOptions& options);
+
+/// Sets the "Cell" attribute of records logged from this thread while alive.
+class CellLogScope {
+ public:
+  explicit CellLogScope(const std::string& cell_id);
+  ~CellLogScope();
+  CellLogScope(const CellLogScope&) = delete;
+  CellLogScope& operator=(const CellLogScope&) = delete;
+
+ private:
+  std::string previous_;
+};
+
+BOOST_LOG_INLINE_GLOBAL_LOGGER_DEFAULT(scalebench_logger,
+                                       boost::log::sources::severity_logger_mt<Severity>)
+
+}  // namespace scalebench
+
+/// SB_LOG(info) << "text";  severities: trace debug info warning error fatal
+#define SB_LOG(severity) \
+  BOOST_LOG_SEV(::scalebench::scalebench_logger::get(), ::boost::log::trivial::severity)

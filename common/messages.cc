@@ -1,0 +1,134 @@
+#include "common/messages.h"
+
+#include <array>
+#include <utility>
+
+#include "common/error.h"
+
+namespace scalebench {
+namespace {
+
+constexpr std::array<std::pair<const char*, CellStatus>, 7> kStatuses{{
+    {"ok", CellStatus::kOk},
+    {"failed", CellStatus::kFailed},
+    {"oom", CellStatus::kOom},
+    {"timeout", CellStatus::kTimeout},
+    {"running", CellStatus::kRunning},
+    {"skipped", CellStatus::kSkipped},
+    {"interrupted", CellStatus::kInterrupted},
+}};
+
+nlohmann::json parse_msgpack(const std::vector<uint8_t>& bytes, const char* what) {
+  try {
+    return nlohmann::json::from_msgpack(bytes);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("malformed ") + what + " message: " + e.what());
+  }
+}
+
+template <typename Fn>
+auto decode(const char* what, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(std::string("malformed ") + what + " message: " + e.what());
+  }
+}
+
+}  // namespace
+
+std::string to_string(CellStatus status) {
+  for (const auto& [name, value] : kStatuses) {
+    if (value == status) return name;
+  }
+  return "?";
+}
+
+std::optional<CellStatus> parse_cell_status(const std::string& text) {
+  for (const auto& [name, value] : kStatuses) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
+std::vector<uint8_t> serialize(const WorkerHello& hello) {
+  const nlohmann::json json{{"world_rank", hello.world_rank},
+                            {"host", hello.host},
+                            {"local_index", hello.local_index},
+                            {"device", hello.device}};
+  return nlohmann::json::to_msgpack(json);
+}
+
+std::vector<uint8_t> serialize(const Assignment& assignment) {
+  const nlohmann::json json{{"cell", to_json(assignment.cell)},
+                            {"members", assignment.members},
+                            {"artifact", nlohmann::json::binary(std::vector<uint8_t>(
+                                             assignment.artifact.begin(),
+                                             assignment.artifact.end()))}};
+  return nlohmann::json::to_msgpack(json);
+}
+
+std::vector<uint8_t> serialize(const RankResult& result) {
+  const nlohmann::json json{{"cell_id", result.cell_id},
+                            {"group_rank", result.group_rank},
+                            {"world_rank", result.world_rank},
+                            {"host", result.host},
+                            {"device", result.device},
+                            {"status", to_string(result.status)},
+                            {"failed_phase", result.failed_phase},
+                            {"reason", result.reason},
+                            {"phases", result.phases},
+                            {"warmup_iterations", result.warmup_iterations},
+                            {"timings_s", result.timings_s},
+                            {"metrics", result.metrics}};
+  return nlohmann::json::to_msgpack(json);
+}
+
+WorkerHello deserialize_hello(const std::vector<uint8_t>& bytes) {
+  const auto json = parse_msgpack(bytes, "hello");
+  return decode("hello", [&] {
+    WorkerHello hello;
+    hello.world_rank = json.at("world_rank").get<int>();
+    hello.host = json.at("host").get<std::string>();
+    hello.local_index = json.at("local_index").get<int>();
+    hello.device = json.at("device").get<std::string>();
+    return hello;
+  });
+}
+
+Assignment deserialize_assignment(const std::vector<uint8_t>& bytes) {
+  const auto json = parse_msgpack(bytes, "assignment");
+  return decode("assignment", [&] {
+    Assignment assignment;
+    assignment.cell = cell_spec_from_json(json.at("cell"));
+    assignment.members = json.at("members").get<std::vector<int>>();
+    const auto& artifact = json.at("artifact").get_binary();
+    assignment.artifact.assign(artifact.begin(), artifact.end());
+    return assignment;
+  });
+}
+
+RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
+  const auto json = parse_msgpack(bytes, "result");
+  return decode("result", [&] {
+    RankResult result;
+    result.cell_id = json.at("cell_id").get<std::string>();
+    result.group_rank = json.at("group_rank").get<int>();
+    result.world_rank = json.at("world_rank").get<int>();
+    result.host = json.at("host").get<std::string>();
+    result.device = json.at("device").get<std::string>();
+    const auto status_text = json.at("status").get<std::string>();
+    const auto status = parse_cell_status(status_text);
+    if (!status) throw InputError("malformed result message: unknown status '" + status_text + "'");
+    result.status = *status;
+    result.failed_phase = json.at("failed_phase").get<std::string>();
+    result.reason = json.at("reason").get<std::string>();
+    result.phases = json.at("phases").get<std::vector<std::string>>();
+    result.warmup_iterations = json.at("warmup_iterations").get<int>();
+    result.timings_s = json.at("timings_s").get<std::vector<double>>();
+    result.metrics = json.at("metrics").get<std::map<std::string, double>>();
+    return result;
+  });
+}
+
+}  // namespace scalebench

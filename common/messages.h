@@ -1,0 +1,85 @@
+// Messages between the orchestrator (rank 0) and the workers, and their serialisation.
+//
+// Every message is one MPI_BYTE payload of MessagePack (nlohmann::json::to_msgpack)
+// sent with a typed tag; receivers MPI_Probe + MPI_Get_count for the size. See
+// Note [Orchestrator protocol] in orchestrator/ for the sequence.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+
+namespace scalebench {
+
+/// MPI tags of scalebench messages on MPI_COMM_WORLD.
+enum class Tag : int {
+  kAssign = 100,    ///< rank 0 -> worker: Assignment
+  kResult = 101,    ///< worker -> rank 0: RankResult
+  kShutdown = 102,  ///< rank 0 -> worker: empty payload, leave the worker loop
+  kHello = 103,     ///< worker -> rank 0: WorkerHello, once at start
+};
+
+/// Outcome of a cell (or of one rank's share of it). Stored as lowercase text.
+enum class CellStatus { kOk, kFailed, kOom, kTimeout, kRunning, kSkipped, kInterrupted };
+std::string to_string(CellStatus status);
+std::optional<CellStatus> parse_cell_status(const std::string& text);
+
+/// Sent by each worker once: where it runs, so rank 0 can form groups on one node.
+struct WorkerHello {
+  int world_rank = -1;
+  std::string host;
+  int local_index = 0;  ///< index among the workers of this node (selects the GPU)
+  std::string device;   ///< "cpu" or the GPU's name
+  bool operator==(const WorkerHello&) const = default;
+};
+
+/// One cell handed to a group. `members` are MPI_COMM_WORLD ranks, group rank order.
+struct Assignment {
+  CellSpec cell;
+  std::vector<int> members;
+  std::string artifact;  ///< bytes of a TorchScript model for the cell, or empty
+  bool operator==(const Assignment&) const = default;
+};
+
+/// One rank's results for one cell.
+///
+/// `timings_s` is row-major [iterations][phases] in seconds; its first
+/// `warmup_iterations` rows are warm-up. For inference an "iteration" is a batch and
+/// ranks may have different batch counts. `metrics` holds named per-rank scalars with
+/// units in the name (final_loss, param_checksum, model_init_s, first_iteration_s,
+/// peak_allocated_bytes, peak_reserved_bytes, peak_rss_bytes, parameter_count,
+/// flops_per_sample, checkpoint_load_s, samples, loop_wall_s, ...).
+struct RankResult {
+  std::string cell_id;
+  int group_rank = 0;
+  int world_rank = 0;
+  std::string host;
+  std::string device;
+  CellStatus status = CellStatus::kOk;
+  std::string failed_phase;
+  std::string reason;
+  std::vector<std::string> phases;
+  int warmup_iterations = 0;
+  std::vector<double> timings_s;
+  std::map<std::string, double> metrics;
+  bool operator==(const RankResult&) const = default;
+
+  /// Number of rows of `timings_s`.
+  [[nodiscard]] size_t iterations() const {
+    return phases.empty() ? 0 : timings_s.size() / phases.size();
+  }
+};
+
+std::vector<uint8_t> serialize(const WorkerHello& hello);
+std::vector<uint8_t> serialize(const Assignment& assignment);
+std::vector<uint8_t> serialize(const RankResult& result);
+/// Throw InputError on malformed bytes (a version skew between ranks, a truncated message).
+WorkerHello deserialize_hello(const std::vector<uint8_t>& bytes);
+Assignment deserialize_assignment(const std::vector<uint8_t>& bytes);
+RankResult deserialize_result(const std::vector<uint8_t>& bytes);
+
+}  // namespace scalebench

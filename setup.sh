@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# scalebench setup and entry points. Idempotent: a second run on a ready machine
+# only checks, configures and builds incrementally.
+#
+#   ./setup.sh            install what is missing, build (release preset)
+#   ./setup.sh demo       ... then run the quickstart sweep under mpirun and print its analysis
+#   ./setup.sh test       ... then build the ASan/UBSan preset too and run every test suite
+#
+# Environment (all optional):
+#   SCALEBENCH_VENV        virtualenv path (default: <repo>/.venv)
+#   SCALEBENCH_SKIP_APT=1  do not call apt-get (packages are provided some other way)
+#   Torch_DIR / CMAKE_PREFIX_PATH  use an already-installed LibTorch instead of the venv's
+#   SCALEBENCH_TORCH_SPEC  pip requirement for torch (default: torch>=2.4)
+#   SCALEBENCH_JOBS        build parallelism (default: nproc)
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$repo"
+action="${1:-build}"
+venv="${SCALEBENCH_VENV:-$repo/.venv}"
+jobs="${SCALEBENCH_JOBS:-$(nproc)}"
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# Debian packages the build, the tests and the analysis need.
+debian_packages=(
+  build-essential cmake ninja-build ccache git pkg-config python3-venv python3-pip
+  openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
+  libboost-log-dev libyaml-cpp-dev nlohmann-json3-dev libvalijson-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy
+)
+# Only the test suite needs these: a real single-node Slurm and a browser for the report test.
+test_packages=(slurm-wlm slurm-wlm-basic-plugins munge chromium fonts-dejavu-core)
+
+install_debian() {
+  [[ "${SCALEBENCH_SKIP_APT:-0}" == 1 ]] && return 0
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+install_venv() {
+  if [[ ! -x "$venv/bin/python" ]]; then
+    log "creating virtualenv $venv"
+    python3 -m venv "$venv"
+  fi
+  local stamp="$venv/.scalebench-requirements"
+  local want
+  want="$(cat analysis/requirements.txt 2>/dev/null; echo "${SCALEBENCH_TORCH_SPEC:-torch>=2.4}")"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return 0; fi
+  log "installing Python packages into $venv (torch is large; first time only)"
+  "$venv/bin/pip" install -q --upgrade pip
+  if [[ -z "${Torch_DIR:-}" ]]; then
+    "$venv/bin/pip" install -q "${SCALEBENCH_TORCH_SPEC:-torch>=2.4}"
+  fi
+  "$venv/bin/pip" install -q -r analysis/requirements.txt
+  "$venv/bin/pip" install -q --no-deps -e analysis
+  echo "$want" > "$stamp"
+}
+
+configure_and_build() {
+  local preset="$1"
+  export CCACHE_DIR="${CCACHE_DIR:-$repo/.ccache}"
+  log "configuring + building preset '$preset'"
+  cmake --preset "$preset" -DSCALEBENCH_PYTHON="$venv/bin/python" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+}
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+case "$action" in
+  build)
+    install_debian "${debian_packages[@]}"
+    install_venv
+    configure_and_build release
+    ;;
+  demo)
+    install_debian "${debian_packages[@]}"
+    install_venv
+    configure_and_build release
+    exec bash tests/run_demo.sh "$repo/build/release" "$venv/bin/python"
+    ;;
+  test)
+    install_debian "${debian_packages[@]}" "${test_packages[@]}"
+    install_venv
+    configure_and_build release
+    configure_and_build asan
+    exec bash tests/run_all.sh "$repo" "$venv/bin/python"
+    ;;
+  *)
+    echo "usage: $0 [build|demo|test]" >&2
+    exit 2
+    ;;
+esac
