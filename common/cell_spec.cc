@@ -26,8 +26,8 @@ std::string name_of(const std::array<std::pair<const char*, Enum>, N>& table, En
   return "?";
 }
 
-constexpr std::array<std::pair<const char*, Mode>, 2> kModes{{{"train", Mode::kTrain},
-                                                              {"infer", Mode::kInfer}}};
+constexpr std::array<std::pair<const char*, Mode>, 2> kModes{
+    {{"train", Mode::kTrain}, {"infer", Mode::kInfer}}};
 constexpr std::array<std::pair<const char*, Precision>, 3> kPrecisions{
     {{"fp32", Precision::kFp32}, {"fp16", Precision::kFp16}, {"bf16", Precision::kBf16}}};
 constexpr std::array<std::pair<const char*, Device>, 3> kDevices{
@@ -53,8 +53,8 @@ Enum enum_field(const nlohmann::json& json, const char* key,
   const auto text = field<std::string>(json, key);
   const auto value = lookup(table, text);
   if (!value) {
-    throw InputError(std::string("cell spec JSON: field '") + key + "' has unknown value '" +
-                     text + "'");
+    throw InputError(std::string("cell spec JSON: field '") + key + "' has unknown value '" + text +
+                     "'");
   }
   return *value;
 }
@@ -70,9 +70,7 @@ std::optional<Precision> parse_precision(const std::string& text) {
   return lookup(kPrecisions, text);
 }
 std::optional<Device> parse_device(const std::string& text) { return lookup(kDevices, text); }
-std::optional<Backend> parse_backend(const std::string& text) {
-  return lookup(kBackends, text);
-}
+std::optional<Backend> parse_backend(const std::string& text) { return lookup(kBackends, text); }
 
 uint64_t fnv1a64(const std::string& bytes) {
   uint64_t hash = 14695981039346656037ULL;

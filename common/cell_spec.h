@@ -8,11 +8,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace scalebench {
 
@@ -63,8 +62,9 @@ struct CellSpec {
   std::string commit;      ///< resolved commit hash; "" when no repo
   std::string experiment;  ///< experiment name
   ModelSpec model;
-  std::vector<int64_t> input_shape;  ///< per-sample shape, e.g. {3, 224, 224}; empty = model default
-  int64_t num_classes = 0;           ///< 0 = model default
+  std::vector<int64_t>
+      input_shape;          ///< per-sample shape, e.g. {3, 224, 224}; empty = model default
+  int64_t num_classes = 0;  ///< 0 = model default
   Mode mode = Mode::kTrain;
   OptimizerSpec optimizer;
   DataSpec data;

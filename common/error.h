@@ -58,8 +58,7 @@ class NcclError : public LibraryError {
 /// A failure inside one cell. `phase` is where it happened ("model_init", "forward", ...).
 class CellError : public Error {
  public:
-  CellError(const std::string& phase, const std::string& message)
-      : Error(message), phase_(phase) {}
+  CellError(const std::string& phase, const std::string& message) : Error(message), phase_(phase) {}
   [[nodiscard]] const std::string& phase() const { return phase_; }
 
  private:

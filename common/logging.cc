@@ -55,12 +55,12 @@ void init_logging(const LogOptions& options) {
   core->add_global_attribute("Rank", attrs::constant<int>(options.rank));
   core->add_thread_attribute("Cell", cell_attribute());
 
-  const auto format =
-      expr::stream << expr::format_date_time(timestamp_kw, "%H:%M:%S.%f") << " [r" << rank_kw
-                   << "] " << severity_kw
-                   << expr::if_(expr::has_attr(cell_kw) && cell_kw != std::string())
-                          [expr::stream << " {" << cell_kw << "}"]
-                   << ": " << expr::smessage;
+  const auto format = expr::stream
+                      << expr::format_date_time(timestamp_kw, "%H:%M:%S.%f") << " [r" << rank_kw
+                      << "] " << severity_kw
+                      << expr::if_(expr::has_attr(cell_kw) &&
+                                   cell_kw != std::string())[expr::stream << " {" << cell_kw << "}"]
+                      << ": " << expr::smessage;
 
   if (options.console) {
     auto sink = boost::make_shared<TextSink>();

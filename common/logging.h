@@ -19,10 +19,11 @@ using Severity = boost::log::trivial::severity_level;
 enum class Verbosity { kQuiet, kNormal, kVerbose };
 
 struct LogOptions {
-  Verbosity verbosity = Verbosity::kNormal;  ///< console: quiet=warning+, normal=info+, verbose=debug+
-  int rank = 0;                              ///< MPI_COMM_WORLD rank, shown in every record
-  bool console = true;                       ///< write to stderr (rank 0 only, by convention)
-  std::filesystem::path log_dir;             ///< empty = no per-rank file
+  Verbosity verbosity =
+      Verbosity::kNormal;         ///< console: quiet=warning+, normal=info+, verbose=debug+
+  int rank = 0;                   ///< MPI_COMM_WORLD rank, shown in every record
+  bool console = true;            ///< write to stderr (rank 0 only, by convention)
+  std::filesystem::path log_dir;  ///< empty = no per-rank file
 };
 
 /// Configures the sinks once per process. Calling it again replaces the sinks.

@@ -60,11 +60,11 @@ std::vector<uint8_t> serialize(const WorkerHello& hello) {
 }
 
 std::vector<uint8_t> serialize(const Assignment& assignment) {
-  const nlohmann::json json{{"cell", to_json(assignment.cell)},
-                            {"members", assignment.members},
-                            {"artifact", nlohmann::json::binary(std::vector<uint8_t>(
-                                             assignment.artifact.begin(),
-                                             assignment.artifact.end()))}};
+  const nlohmann::json json{
+      {"cell", to_json(assignment.cell)},
+      {"members", assignment.members},
+      {"artifact", nlohmann::json::binary(std::vector<uint8_t>(assignment.artifact.begin(),
+                                                               assignment.artifact.end()))}};
   return nlohmann::json::to_msgpack(json);
 }
 

@@ -22,11 +22,11 @@ void install_mpi_error_returns();
 
 }  // namespace scalebench
 
-#define MPI_CHECK(expr)                                                                    \
-  do {                                                                                     \
-    const int scalebench_mpi_rc_ = (expr);                                                 \
-    if (scalebench_mpi_rc_ != MPI_SUCCESS) {                                               \
-      throw ::scalebench::MpiError(::scalebench::format_library_error(                     \
+#define MPI_CHECK(expr)                                                                           \
+  do {                                                                                            \
+    const int scalebench_mpi_rc_ = (expr);                                                        \
+    if (scalebench_mpi_rc_ != MPI_SUCCESS) {                                                      \
+      throw ::scalebench::MpiError(::scalebench::format_library_error(                            \
           "MPI", __FILE__, __LINE__, #expr, ::scalebench::mpi_error_string(scalebench_mpi_rc_))); \
-    }                                                                                      \
+    }                                                                                             \
   } while (false)

@@ -96,8 +96,8 @@ ReceivedMessage receive_probed(const MPI_Status& status, MPI_Comm comm) {
   message.source = status.MPI_SOURCE;
   message.tag = static_cast<Tag>(status.MPI_TAG);
   message.bytes.resize(static_cast<size_t>(count));
-  MPI_CHECK(MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG,
-                     comm, MPI_STATUS_IGNORE));
+  MPI_CHECK(MPI_Recv(message.bytes.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm,
+                     MPI_STATUS_IGNORE));
   return message;
 }
 

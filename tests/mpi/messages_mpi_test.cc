@@ -20,7 +20,8 @@ TEST(MessagesOverMpi, AssignmentAndResultRoundTrip) {
   cell = finalize_cell_id(cell);
   if (rank == 0) {
     Assignment assignment{cell, {1, 2}, std::string("\x00\x01\xff", 3)};
-    for (int peer = 1; peer < size; ++peer) send_message(serialize(assignment), peer, Tag::kAssign, MPI_COMM_WORLD);
+    for (int peer = 1; peer < size; ++peer)
+      send_message(serialize(assignment), peer, Tag::kAssign, MPI_COMM_WORLD);
     for (int peer = 1; peer < size; ++peer) {
       const auto message = receive_message(MPI_ANY_SOURCE, Tag::kResult, MPI_COMM_WORLD);
       const auto result = deserialize_result(message.bytes);
