@@ -1,8 +1,11 @@
 #include "orchestrator/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "common/build_info.h"
+#include "common/error.h"
+#include "orchestrator/commands.h"
 
 namespace scalebench {
 
@@ -10,8 +13,22 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"scalebench: benchmark DL training and inference across branches and GPUs"};
   app.set_version_flag("--version", std::string(build_info::kVersion));
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  int exit_status = kExitOk;
+  add_validate_command(app, exit_status);
+  add_plan_command(app, exit_status);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitBadInput;
+  } catch (const InputError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const Error& e) {
+    std::cerr << "scalebench: " << e.what() << "\n";
+    return kExitInfrastructure;
+  }
+  return exit_status;
 }
 
 }  // namespace scalebench

@@ -1,0 +1,49 @@
+// Collective communication for one cell's group, behind one interface.
+//
+// Implementations: MPI (CPU tensors; CUDA tensors staged through host memory) and NCCL
+// (CUDA tensors, its own stream, non-blocking communicator that can be aborted).
+// Thread safety: one thread issues calls; Work::wait may be called from that thread only.
+#pragma once
+
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+namespace scalebench {
+
+/// An in-flight collective. wait() blocks until `tensor` holds the result (on GPU: until
+/// the compute stream is ordered after it, without a host sync).
+class CollectiveWork {
+ public:
+  virtual ~CollectiveWork() = default;
+  virtual void wait() = 0;
+};
+
+class CollectiveBackend {
+ public:
+  virtual ~CollectiveBackend() = default;
+  [[nodiscard]] virtual std::string name() const = 0;  ///< "mpi" or "nccl"
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  /// Starts an in-place elementwise sum over the group; `tensor` must stay alive and
+  /// untouched until wait() returns. Contiguous tensors only.
+  virtual std::unique_ptr<CollectiveWork> allreduce_sum(torch::Tensor tensor) = 0;
+  /// Blocking in-place broadcast from group rank `root`.
+  virtual void broadcast(torch::Tensor tensor, int root) = 0;
+  /// Ends any pending collective so a hung cell can be abandoned (NCCL: ncclCommAbort).
+  /// After abort() the backend is unusable. MPI cannot cancel a collective: it returns false.
+  virtual bool abort() = 0;
+};
+
+/// MPI backend over a duplicate of `group` (MPI_Comm_dup; freed on destruction).
+std::unique_ptr<CollectiveBackend> make_mpi_backend(MPI_Comm group);
+
+#ifdef SCALEBENCH_HAVE_CUDA
+/// NCCL backend: unique id made on group rank 0 and broadcast over `group`; uses
+/// `device_index`. Throws NcclError (NCCL_CHECK) on failure.
+std::unique_ptr<CollectiveBackend> make_nccl_backend(MPI_Comm group, int device_index);
+#endif
+
+}  // namespace scalebench

@@ -1,0 +1,49 @@
+// DDP gradient averaging with bucketed allreduce that overlaps backward.
+//
+// See Note [Gradient buckets] in gradient_reducer.cc. Usage per iteration:
+//   reducer.prepare_for_backward();   // before loss.backward()
+//   loss.backward();                   // hooks launch each bucket's allreduce when ready
+//   reducer.finalize();                // waits for all buckets, writes averaged grads
+// The caller times finalize() as `comm_wait`: communication not hidden by backward.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "worker/collective_backend.h"
+
+namespace scalebench {
+
+struct ReducerOptions {
+  int64_t bucket_bytes = 25LL * 1024 * 1024;       ///< size cap of every bucket but the first
+  int64_t first_bucket_bytes = 1LL * 1024 * 1024;  ///< size cap of the first bucket
+};
+
+class GradientReducer {
+ public:
+  /// `parameters` in model order (model->parameters()); only those with requires_grad
+  /// are reduced. `backend` must outlive the reducer. Registers autograd hooks.
+  GradientReducer(std::vector<torch::Tensor> parameters, CollectiveBackend& backend,
+                  ReducerOptions options);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  /// Broadcasts every parameter (and `buffers`, e.g. BatchNorm stats) from group rank 0.
+  void broadcast_parameters(const std::vector<torch::Tensor>& buffers);
+  /// Resets per-iteration state; call before each backward.
+  void prepare_for_backward();
+  /// Waits for every bucket's allreduce and leaves each parameter's .grad() = mean over ranks.
+  void finalize();
+  /// Bucket layout chosen at construction: indices into the reduced-parameter list.
+  [[nodiscard]] const std::vector<std::vector<size_t>>& buckets() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace scalebench
