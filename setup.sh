@@ -85,7 +85,7 @@ case "$action" in
     install_debian "${debian_packages[@]}"
     install_venv
     configure_and_build release
-    exec bash tests/run_demo.sh "$repo/build/release" "$venv/bin/python"
+    exec bash docs/examples/run_quickstart.sh "$repo/build/release" "$venv/bin/python"
     ;;
   test)
     install_debian "${debian_packages[@]}" "${test_packages[@]}"

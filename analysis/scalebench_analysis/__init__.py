@@ -1,0 +1,1 @@
+"""scalebench results analysis."""

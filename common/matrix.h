@@ -1,0 +1,56 @@
+// The matrix file front end: read a matrix (YAML, or a CytoDL train/infer CSV task file),
+// validate it (JSON Schema + syntax checks + semantic checks) and expand it into cells.
+//
+// Contract: `load_matrix` is a pure function of the file's bytes and `limits` (it reads
+// the file and nothing else; no git, no MPI). Either it returns every cell, finalized
+// (cell_id set, model defaults resolved), or it throws MatrixError listing ALL problems
+// found, one per line. Nothing about a matrix is checked later that could be checked here.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+#include "common/error.h"
+
+namespace scalebench {
+
+/// Limits that depend on the machine or the user's flags, not on the file.
+struct MatrixLimits {
+  int max_world_size = 1024;  ///< world sizes above are "impossible" (validate --max-world-size)
+};
+
+/// A loaded, expanded matrix.
+struct ExpandedMatrix {
+  std::filesystem::path path;  ///< the file as given
+  std::string text;            ///< the file's bytes as read
+  std::string format;          ///< "yaml", "cytodl-train-csv" or "cytodl-infer-csv"
+  std::string name;            ///< matrix name (file stem if the file has none)
+  std::string repo;            ///< "" when the matrix has no repo
+  std::vector<std::string> branches;  ///< as written; empty when no repo
+  std::string scheduling;             ///< "exclusive" (default) or "packed"
+  std::vector<CellSpec> cells;        ///< finalized (cell_id set); `source` = "file:line"
+  std::vector<std::string> warnings;  ///< non-fatal findings (e.g. exclude rules matching nothing)
+};
+
+/// Every problem of one matrix file, one per line: "file:line:column: key.path: what is
+/// wrong; what to change".
+class MatrixError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+/// Reads, schema-validates, semantically checks and expands the matrix at `path`. The
+/// format is chosen by extension (.yaml/.yml, .csv: train or infer by its header). On any
+/// problem throws MatrixError whose what() lists ALL problems.
+ExpandedMatrix load_matrix(const std::filesystem::path& path, const MatrixLimits& limits = {});
+
+/// Same, for text already in memory (`path` is used for messages and the format only).
+ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::string& text,
+                                const MatrixLimits& limits = {});
+
+/// One-line summary for `scalebench validate`: "12 cells (2 experiments, 2 modes, ...)".
+std::string summarize(const ExpandedMatrix& matrix);
+
+}  // namespace scalebench

@@ -1,0 +1,82 @@
+// `scalebench plan <matrix>`: print the expanded cells as a table or as JSON.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/matrix.h"
+#include "orchestrator/commands.h"
+
+namespace scalebench {
+namespace {
+
+std::vector<std::string> table_row(const CellSpec& cell) {
+  return {cell.cell_id,
+          cell.branch.empty() ? "-" : cell.branch,
+          cell.experiment,
+          to_string(cell.mode),
+          std::to_string(cell.batch_size),
+          std::to_string(cell.world_size),
+          to_string(cell.precision),
+          to_string(cell.device),
+          std::to_string(cell.measured_iterations)};
+}
+
+/// Left-aligned columns separated by two spaces, one header line.
+void print_table(const std::vector<CellSpec>& cells, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows{{"cell_id", "branch", "experiment", "mode", "batch",
+                                              "world", "precision", "device", "iterations"}};
+  for (const auto& cell : cells) rows.push_back(table_row(cell));
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out << line << "\n";
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, int& exit_status) {
+  auto* command =
+      app.add_subcommand("plan", "Expand a matrix file and print its cells; runs nothing");
+  struct Options {
+    std::string matrix_path;
+    std::string format = "table";
+    int max_world_size = MatrixLimits{}.max_world_size;
+  };
+  auto options = std::make_shared<Options>();
+  command->add_option("matrix", options->matrix_path, "Matrix file (.yaml, .yml or .csv)")
+      ->required();
+  command->add_option("--format", options->format, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  command
+      ->add_option("--max-world-size", options->max_world_size,
+                   "Largest world size accepted (bigger ones are errors)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->callback([options, &exit_status] {
+    const MatrixLimits limits{.max_world_size = options->max_world_size};
+    const ExpandedMatrix matrix = load_matrix(options->matrix_path, limits);
+    for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
+    if (options->format == "json") {
+      nlohmann::json cells = nlohmann::json::array();
+      for (const auto& cell : matrix.cells) cells.push_back(to_json(cell));
+      std::cout << cells.dump(2) << "\n";
+    } else {
+      print_table(matrix.cells, std::cout);
+    }
+    exit_status = kExitOk;
+  });
+}
+
+}  // namespace scalebench
