@@ -68,7 +68,9 @@ configure_and_build() {
   local preset="$1"
   export CCACHE_DIR="${CCACHE_DIR:-$repo/.ccache}"
   log "configuring + building preset '$preset'"
-  cmake --preset "$preset" -DSCALEBENCH_PYTHON="$venv/bin/python" >/dev/null
+  local extra=()
+  [[ -n "${Torch_DIR:-}" ]] && extra+=("-DTorch_DIR=$Torch_DIR")
+  cmake --preset "$preset" -DSCALEBENCH_PYTHON="$venv/bin/python" "${extra[@]}" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
 }
 
