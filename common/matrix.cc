@@ -1,28 +1,103 @@
-// Matrix loading: see common/matrix.h. Format dispatch, YAML expansion.
+// Matrix loading: format dispatch, the pipeline (text checks -> reader -> expansion) and
+// the summary line. See common/matrix.h.
 #include "common/matrix.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "common/diagnostics.h"
+#include "common/matrix_request.h"
+#include "common/matrix_text.h"
+
 namespace scalebench {
+namespace {
+
+std::string lower_extension(const std::filesystem::path& path) {
+  std::string extension = path.extension().string();
+  for (auto& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return extension;
+}
+
+template <typename T, typename Format>
+std::string distinct(const std::vector<CellSpec>& cells, T CellSpec::*member, Format format) {
+  std::vector<std::string> values;
+  for (const auto& cell : cells) {
+    auto text = format(cell.*member);
+    if (std::find(values.begin(), values.end(), text) == values.end()) values.push_back(text);
+  }
+  return join(values, ",");
+}
+
+}  // namespace
 
 ExpandedMatrix load_matrix(const std::filesystem::path& path, const MatrixLimits& limits) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw MatrixError(path.string() + ": cannot open the matrix file; check the path");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw MatrixError(path.string() + ": no such matrix file; check the path");
   }
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw MatrixError(path.string() + ": cannot read the matrix file; check its permissions");
   std::ostringstream text;
   text << in.rdbuf();
   return load_matrix_text(path, text.str(), limits);
 }
 
-ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::string&,
-                                const MatrixLimits&) {
-  throw MatrixError(path.string() + ": matrix loading is being implemented (issue Foundation 4)");
+ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::string& text,
+                                const MatrixLimits& limits) {
+  ExpandedMatrix matrix;
+  matrix.path = path;
+  matrix.text = text;
+  const std::string file = path.string();
+  const std::string extension = lower_extension(path);
+  Diagnostics diagnostics;
+  MatrixRequest request;
+  if (extension != ".yaml" && extension != ".yml" && extension != ".csv") {
+    throw MatrixError(file + ": unknown matrix format '" + extension +
+                      "'; use a .yaml/.yml matrix or a CytoDL .csv task file");
+  }
+  if (check_text_encoding(text, file, diagnostics)) {
+    if (extension == ".csv") {
+      request = read_cytodl_csv(text, file, matrix.format, diagnostics);
+    } else {
+      matrix.format = "yaml";
+      request = read_yaml_matrix(text, file, diagnostics);
+    }
+  }
+  if (!diagnostics.has_errors()) matrix.cells = expand_matrix(request, limits, diagnostics);
+  if (!diagnostics.has_errors() && matrix.cells.empty()) {
+    diagnostics.error({file, 0, 0, ""}, "the matrix expands to no cells; check the exclude rules");
+  }
+  if (diagnostics.has_errors()) {
+    std::string message = diagnostics.error_text();
+    for (const auto& warning : diagnostics.warning_lines()) message += "\n" + warning;
+    throw MatrixError(message);
+  }
+  matrix.name = request.name.empty() ? path.stem().string() : request.name;
+  matrix.repo = request.repo;
+  matrix.branches = request.branches;
+  matrix.scheduling = request.scheduling;
+  matrix.warnings = diagnostics.warning_lines();
+  return matrix;
 }
 
 std::string summarize(const ExpandedMatrix& matrix) {
-  return std::to_string(matrix.cells.size()) + " cells";
+  const auto& cells = matrix.cells;
+  std::set<std::string> experiments;
+  for (const auto& cell : cells) experiments.insert(cell.experiment);
+  const auto number = [](auto value) { return std::to_string(value); };
+  const auto name = [](auto value) { return to_string(value); };
+  std::string text = std::to_string(cells.size()) + " cells (" +
+                     std::to_string(experiments.size()) + " experiments";
+  if (!matrix.branches.empty()) text += ", branches " + join(matrix.branches, ",");
+  text += ", modes " + distinct(cells, &CellSpec::mode, name) + ", batch sizes " +
+          distinct(cells, &CellSpec::batch_size, number) + ", world sizes " +
+          distinct(cells, &CellSpec::world_size, number) + ", precisions " +
+          distinct(cells, &CellSpec::precision, name) + "; format " + matrix.format + ")";
+  return text;
 }
 
 }  // namespace scalebench

@@ -23,11 +23,11 @@ struct MatrixLimits {
 
 /// A loaded, expanded matrix.
 struct ExpandedMatrix {
-  std::filesystem::path path;  ///< the file as given
-  std::string text;            ///< the file's bytes as read
-  std::string format;          ///< "yaml", "cytodl-train-csv" or "cytodl-infer-csv"
-  std::string name;            ///< matrix name (file stem if the file has none)
-  std::string repo;            ///< "" when the matrix has no repo
+  std::filesystem::path path;         ///< the file as given
+  std::string text;                   ///< the file's bytes as read
+  std::string format;                 ///< "yaml", "cytodl-train-csv" or "cytodl-infer-csv"
+  std::string name;                   ///< matrix name (file stem if the file has none)
+  std::string repo;                   ///< "" when the matrix has no repo
   std::vector<std::string> branches;  ///< as written; empty when no repo
   std::string scheduling;             ///< "exclusive" (default) or "packed"
   std::vector<CellSpec> cells;        ///< finalized (cell_id set); `source` = "file:line"

@@ -16,6 +16,8 @@ int run_cli(int argc, char** argv) {
   int exit_status = kExitOk;
   add_validate_command(app, exit_status);
   add_plan_command(app, exit_status);
+  add_submit_command(app, exit_status);
+  add_analyze_commands(app, exit_status);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,5 +17,9 @@ inline constexpr int kExitInfrastructure = 4;
 
 void add_validate_command(CLI::App& app, int& exit_status);
 void add_plan_command(CLI::App& app, int& exit_status);
+void add_submit_command(CLI::App& app, int& exit_status);
+/// `analyze`, `compare`, `report`: forward all their arguments to
+/// `<python> -m scalebench_analysis <command> ...` and store its exit status.
+void add_analyze_commands(CLI::App& app, int& exit_status);
 
 }  // namespace scalebench

@@ -2,7 +2,11 @@
 //
 // Implementations: MPI (CPU tensors; CUDA tensors staged through host memory) and NCCL
 // (CUDA tensors, its own stream, non-blocking communicator that can be aborted).
-// Thread safety: one thread issues calls; Work::wait may be called from that thread only.
+// Thread safety: calls must not overlap in time, but may come from different threads in
+// sequence (the reducer launches allreduces from autograd hooks, which run on the engine's
+// device thread for CUDA tensors, and waits from the training thread after backward).
+// abort() is the exception: it may be called from any thread at any time.
+// A backend must outlive every CollectiveWork it returned.
 #pragma once
 
 #include <mpi.h>
@@ -30,7 +34,8 @@ class CollectiveBackend {
   /// Starts an in-place elementwise sum over the group; `tensor` must stay alive and
   /// untouched until wait() returns. Contiguous tensors only.
   virtual std::unique_ptr<CollectiveWork> allreduce_sum(torch::Tensor tensor) = 0;
-  /// Blocking in-place broadcast from group rank `root`.
+  /// Blocking in-place broadcast from group rank `root` (NCCL: returns once the caller's
+  /// current stream is ordered after it, like CollectiveWork::wait()). Contiguous only.
   virtual void broadcast(torch::Tensor tensor, int root) = 0;
   /// Ends any pending collective so a hung cell can be abandoned (NCCL: ncclCommAbort).
   /// After abort() the backend is unusable. MPI cannot cancel a collective: it returns false.

@@ -5,6 +5,7 @@
 //   loss.backward();                   // hooks launch each bucket's allreduce when ready
 //   reducer.finalize();                // waits for all buckets, writes averaged grads
 // The caller times finalize() as `comm_wait`: communication not hidden by backward.
+// Thread safety: one training thread calls the methods; hooks may run on autograd threads.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,6 +21,13 @@ namespace scalebench {
 struct ReducerOptions {
   int64_t bucket_bytes = 25LL * 1024 * 1024;       ///< size cap of every bucket but the first
   int64_t first_bucket_bytes = 1LL * 1024 * 1024;  ///< size cap of the first bucket
+};
+
+/// What happened in one iteration, for tests and logs.
+struct ReducerIterationStats {
+  size_t buckets_launched_in_backward = 0;  ///< allreduces started by autograd hooks
+  size_t buckets_launched_in_finalize = 0;  ///< held back (unused parameters) until finalize()
+  size_t unused_parameters = 0;             ///< reduced parameters whose grad never arrived
 };
 
 class GradientReducer {
@@ -40,6 +48,8 @@ class GradientReducer {
   void finalize();
   /// Bucket layout chosen at construction: indices into the reduced-parameter list.
   [[nodiscard]] const std::vector<std::vector<size_t>>& buckets() const;
+  /// Counts of the last completed finalize() (all zero before the first).
+  [[nodiscard]] ReducerIterationStats last_iteration_stats() const;
 
  private:
   struct Impl;

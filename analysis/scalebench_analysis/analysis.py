@@ -1,0 +1,102 @@
+"""One call that runs every analysis of a results file and returns named tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import batch, compare, quality, scaling
+from .loader import Results, load
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    quality: quality.QualityOptions = quality.QualityOptions()
+    slo_p99_ms: float | None = None
+    baseline: tuple[str, str] | None = None  # (spec field, value), e.g. ("branch", "main")
+    baseline_file: str | None = None
+    gate: compare.GateOptions = compare.GateOptions()
+
+
+@dataclass
+class Analysis:
+    """Every table of one results file. `sections` is ordered: overview, cells, scaling,
+    batch, stragglers, then speedup / regressions when a baseline was given."""
+
+    results: Results
+    options: AnalysisOptions
+    sections: dict = field(default_factory=dict)
+    batch_points: pd.DataFrame | None = None
+    trust: pd.DataFrame | None = None
+    baseline: Results | None = None
+
+    @property
+    def regression_gate_failed(self) -> bool:
+        table = self.sections.get("regressions")
+        return table is not None and compare.gate_failed(table)
+
+
+def overview_table(results: Results) -> pd.DataFrame:
+    meta = results.meta
+    counts = results.cells.status.value_counts()
+    rows = [("file", results.path), ("layout_version", results.layout_version),
+            ("tool", f"scalebench {meta.get('tool_version', '?')} "
+                     f"{meta.get('tool_commit', '')[:12]}"
+                     + (" (dirty)" if meta.get("tool_dirty") else "")),
+            ("started", meta.get("start_time", "")),
+            ("finished", meta.get("end_time", "") or "(not finished)"),
+            ("hosts", ", ".join(meta.get("hosts") or [])),
+            ("cells", ", ".join(f"{n} {s}" for s, n in counts.items()) or "none")]
+    versions = [f"{k[:-8]} {meta[k]}" for k in ("torch_version", "cuda_version",
+                                                  "nccl_version", "mpi_version", "hdf5_version")
+                if meta.get(k)]
+    rows.append(("libraries", ", ".join(versions)))
+    return pd.DataFrame(rows, columns=["field", "value"])
+
+
+def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: status, throughput, latency, noise and trust, comm share."""
+    cells = results.cells.drop(columns=["count", "cv"], errors="ignore")
+    cells = cells.merge(trust, on="cell_id", how="left")
+    if "comm_share" in scale:
+        cells = cells.merge(scale[["cell_id", "comm_share"]], on="cell_id", how="left")
+    for column in ("throughput_samples_per_s", "median_s", "p99_s", "peak_memory_bytes",
+                   "comm_share", "reason"):
+        if column not in cells:
+            cells[column] = np.nan if column != "reason" else ""
+    cells["median_ms"] = cells.median_s * 1e3
+    cells["p99_ms"] = cells.p99_s * 1e3
+    cells["peak_memory_mib"] = cells.peak_memory_bytes / 2**20
+    columns = ["label", "cell_id", "branch", "experiment", "mode", "precision", "setting",
+               "batch_size", "world_size", "status", "throughput_samples_per_s", "median_ms",
+               "p99_ms", "count", "cv", "drift", "trusted", "untrusted_because", "comm_share",
+               "peak_memory_mib", "reason"]
+    return cells[columns]
+
+
+def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()) -> Analysis:
+    """Runs every analysis. `results` is a loaded file or a path."""
+    if not isinstance(results, Results):
+        results = load(results)
+    trust = quality.trust_table(results, options.quality)
+    scale = scaling.scaling_table(results, trust)
+    points = batch.batch_points(results, trust)
+    out = Analysis(results=results, options=options, batch_points=points, trust=trust)
+    out.sections["overview"] = overview_table(results)
+    out.sections["cells"] = cells_table(results, trust, scale)
+    out.sections["scaling"] = scale
+    out.sections["batch"] = batch.batch_table(points, options.slo_p99_ms)
+    out.sections["stragglers"] = quality.straggler_table(results, options.quality)
+    if options.baseline is not None:
+        field_name, value = options.baseline
+        out.sections["speedup"] = compare.speedup_in_file(results, field_name, value, trust)
+    if options.baseline_file is not None:
+        base = load(options.baseline_file)
+        base_trust = quality.trust_table(base, options.quality)
+        out.baseline = base
+        out.sections["speedup_vs_file"] = compare.speedup_between_files(base, results,
+                                                                        base_trust, trust)
+        out.sections["regressions"] = compare.regression_table(base, results, options.gate)
+    return out

@@ -1,0 +1,199 @@
+"""Command line: analyze, compare, report (also reached as `scalebench analyze|compare|report`).
+
+Exit statuses follow scalebench's (docs/user-guide.md#exit-status): 0 ok, 1 the regression
+gate failed (compare), 2 bad input (missing file, not a scalebench file, layout version
+mismatch, bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import compare, quality
+from .analysis import Analysis, AnalysisOptions, analyze
+from .errors import AnalysisError, UsageError
+from .loader import load
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+FORMATS = ("table", "csv", "json", "markdown")
+
+
+def fraction(text: str) -> float:
+    """'5%' -> 0.05, '0.05' -> 0.05. A bare number must be below 1 (write 5% for five percent)."""
+    raw = text.strip()
+    try:
+        if raw.endswith("%"):
+            value = float(raw[:-1]) / 100.0
+        else:
+            value = float(raw)
+            if value >= 1.0:
+                raise argparse.ArgumentTypeError(
+                    f"{text!r} is ambiguous: write a percentage ({raw}%) or a fraction below 1")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5% or 0.05") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
+def _add_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="output format (default: table, for the console)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("--table", default=None,
+                        help="csv only: which table to write (default: cells for analyze, "
+                             "regressions for compare)")
+
+
+def _add_quality(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("trust checks")
+    group.add_argument("--max-cv", type=fraction, default=quality.QualityOptions.max_cv,
+                       help="cells noisier than this coefficient of variation are untrusted "
+                            "(default 10%%)")
+    group.add_argument("--max-drift", type=fraction, default=quality.QualityOptions.max_drift,
+                       help="cells whose first-half / second-half median drift exceeds this "
+                            "are untrusted (default 10%%)")
+    group.add_argument("--straggler-threshold", type=fraction,
+                       default=quality.QualityOptions.straggler_threshold,
+                       help="a rank this much slower than the other ranks' median is a "
+                            "straggler (default 10%%)")
+
+
+def _add_gate(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("regression test")
+    group.add_argument("--threshold", type=fraction, default=compare.GateOptions.threshold,
+                       help="smallest change that counts as a regression (default 5%%)")
+    group.add_argument("--alpha", type=fraction, default=compare.GateOptions.alpha,
+                       help="significance level of the test and the confidence interval "
+                            "(default 0.05)")
+    group.add_argument("--bootstrap", type=int, default=compare.GateOptions.bootstrap,
+                       help="bootstrap draws for the confidence interval (default 2000)")
+    group.add_argument("--seed", type=int, default=compare.GateOptions.seed,
+                       help="bootstrap seed (default 0)")
+    group.add_argument("--correction", choices=("none", "holm"), default="none",
+                       help="multiple-testing correction of the p-values across cells")
+
+
+def _add_baselines(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("baseline")
+    group.add_argument("--baseline-branch", metavar="BRANCH",
+                       help="speedup of every other branch against this one")
+    group.add_argument("--baseline", metavar="FIELD=VALUE",
+                       help="speedup of every setting against cells with this spec value, "
+                            "e.g. precision=fp32, channels_last=false, optimizer.name=sgd")
+    group.add_argument("--baseline-file", metavar="BASE.h5",
+                       help="speedups and the regression test against another results file")
+    parser.add_argument("--slo-p99-ms", type=_positive_float, metavar="MS",
+                        help="latency SLO: report the largest batch whose p99 latency meets it")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="scalebench-analysis",
+                                     description="Analyse scalebench results files.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("analyze", help="tables of one results file")
+    a.add_argument("results", help="results .h5 file")
+    _add_output(a)
+    _add_baselines(a)
+    _add_quality(a)
+    _add_gate(a)
+    c = sub.add_parser("compare", help="regression gate: new against base (exit 1 on regression)")
+    c.add_argument("base", help="baseline results .h5 file")
+    c.add_argument("new", help="new results .h5 file")
+    _add_output(c)
+    _add_gate(c)
+    r = sub.add_parser("report", help="self-contained HTML report with plots")
+    r.add_argument("results", help="results .h5 file")
+    r.add_argument("-o", "--output", required=True, metavar="REPORT.html")
+    r.add_argument("--title", default=None, help="page title")
+    _add_baselines(r)
+    _add_quality(r)
+    _add_gate(r)
+    return parser
+
+
+def _options(args) -> AnalysisOptions:
+    baseline = None
+    if getattr(args, "baseline_branch", None) and getattr(args, "baseline", None):
+        raise UsageError("give --baseline-branch or --baseline, not both")
+    if getattr(args, "baseline_branch", None):
+        baseline = ("branch", args.baseline_branch)
+    elif getattr(args, "baseline", None):
+        field, sep, value = args.baseline.partition("=")
+        if not sep or not field:
+            raise UsageError(f"--baseline {args.baseline!r}: expected FIELD=VALUE, "
+                             "e.g. precision=fp32")
+        baseline = (field.strip(), value.strip())
+    return AnalysisOptions(
+        quality=quality.QualityOptions(max_cv=args.max_cv, max_drift=args.max_drift,
+                                       straggler_threshold=args.straggler_threshold)
+        if hasattr(args, "max_cv") else quality.QualityOptions(),
+        slo_p99_ms=getattr(args, "slo_p99_ms", None), baseline=baseline,
+        baseline_file=getattr(args, "baseline_file", None),
+        gate=compare.GateOptions(threshold=args.threshold, alpha=args.alpha,
+                                 bootstrap=args.bootstrap, seed=args.seed,
+                                 correction=args.correction))
+
+
+def _write(text: str, path: str | None) -> None:
+    if path:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text if text.endswith("\n") else text + "\n")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def run_analyze(args) -> int:
+    from .render import render
+    analysis = analyze(args.results, _options(args))
+    _write(render(analysis, args.format, args.table or "cells"), args.output)
+    return EXIT_OK
+
+
+def run_compare(args) -> int:
+    from .render import render
+    options = _options(args)
+    base, new = load(args.base), load(args.new)
+    table = compare.regression_table(base, new, options.gate)
+    analysis = Analysis(results=new, options=options, sections={"regressions": table})
+    text = render(analysis, args.format, args.table or "regressions")
+    summary = compare.gate_summary(table, options.gate)
+    if args.format in ("table", "markdown"):
+        text = text.rstrip("\n") + "\n\n" + summary + "\n"
+    _write(text, args.output)
+    if args.output or args.format in ("csv", "json"):
+        print(summary, file=sys.stderr)
+    return EXIT_REGRESSION if compare.gate_failed(table) else EXIT_OK
+
+
+def run_report(args) -> int:
+    from .report import write_report
+    analysis = analyze(args.results, _options(args))
+    write_report(analysis, args.output, title=args.title)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"analyze": run_analyze, "compare": run_compare, "report": run_report}
+    try:
+        return handlers[args.command](args)
+    except AnalysisError as error:
+        print(f"scalebench {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(f"scalebench {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT

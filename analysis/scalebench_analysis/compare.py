@@ -1,0 +1,275 @@
+"""Speedups against a baseline and the statistical regression gate between two runs.
+
+Definitions (docs/analysis-guide.md#comparisons):
+
+* speedup = throughput(cell) / throughput(baseline cell); time_ratio = median iteration
+  time(cell) / median(baseline). Baseline cell within a file (`--baseline FIELD=VALUE`,
+  `--baseline-branch B` = `--baseline branch=B`): the cell whose spec equals the cell's
+  except FIELD = VALUE (and, for the branch, any commit). Across files
+  (`--baseline-file`): the cell with the same cell_id, else the one cell with the same spec
+  apart from the commit (so a new commit of a branch still meets its baseline).
+* regression gate, per matched pair of ok cells, on the iteration samples (quality.py):
+  ratio = median(new) / median(base) (> 1 is slower); p from a two-sided Mann-Whitney U
+  test; a (1 - alpha) percentile bootstrap confidence interval of the ratio (resampling
+  both sides, `bootstrap` draws, seeded per cell from `seed` and the cell id). Significant:
+  p < alpha and the interval excludes 1. Regression: significant and ratio - 1 >
+  threshold; improvement: significant and 1 - ratio > threshold. A cell ok in base and
+  failed / oom / timeout in new is a regression too ("broke").
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .errors import UsageError
+from .loader import Results, config_key
+from .quality import iteration_samples
+
+BROKEN_STATUSES = ("failed", "oom", "timeout")
+_DROP_FOR_FILE_MATCH = ("commit",)
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    threshold: float = 0.05
+    alpha: float = 0.05
+    bootstrap: int = 2000
+    seed: int = 0
+    correction: str = "none"  # "none" or "holm"
+
+
+def _get(spec: dict, dotted: str):
+    value = spec
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _with(spec: dict, dotted: str, new_value) -> dict:
+    copy = dict(spec)
+    head, _, rest = dotted.partition(".")
+    copy[head] = _with(copy.get(head, {}), rest, new_value) if rest else new_value
+    return copy
+
+
+def parse_value(text: str, example):
+    """`text` converted to the type of `example` (bool, int, float, str)."""
+    if isinstance(example, bool):
+        if text.lower() not in ("true", "false", "1", "0"):
+            raise UsageError(f"expected true or false, got {text!r}")
+        return text.lower() in ("true", "1")
+    if isinstance(example, (int, float)):
+        try:
+            return type(example)(text)
+        except ValueError:
+            raise UsageError(f"expected a number, got {text!r}") from None
+    return text
+
+
+def speedup_in_file(results: Results, field: str, value: str, trust: pd.DataFrame) -> pd.DataFrame:
+    """Every ok cell whose spec `field` differs from `value`, against its baseline cell."""
+    cells = results.cells[results.cells.status == "ok"]
+    examples = [_get(s, field) for s in cells.spec if _get(s, field) is not None]
+    if not examples:
+        raise UsageError(f"--baseline {field}={value}: no cell spec has a field {field!r} "
+                         f"(fields: {', '.join(sorted(cells.spec.iloc[0])) if len(cells) else '-'})")
+    target = parse_value(value, examples[0])
+    drop = ("commit",) if field == "branch" else ()
+    key = {config_key(s, drop=drop): c for c, s in zip(cells.cell_id, cells.spec)
+           if _get(s, field) == target}
+    if not key:
+        found = sorted({str(e) for e in examples})
+        raise UsageError(f"--baseline {field}={value}: no ok cell has {field}={value} "
+                         f"(found: {', '.join(found)})")
+    by_id = cells.set_index("cell_id")
+    trusted = dict(zip(trust.cell_id, trust.trusted))
+    rows = []
+    for _, cell in cells.iterrows():
+        if _get(cell.spec, field) == target:
+            continue
+        base_id = key.get(config_key(_with(cell.spec, field, target), drop=drop))
+        if base_id is None:
+            continue
+        base = by_id.loc[base_id]
+        rows.append(_speedup_row(cell, base, field, trusted))
+    return pd.DataFrame(rows, columns=_SPEEDUP_COLUMNS)
+
+
+_SPEEDUP_COLUMNS = ["label", "baseline", "cell_id", "baseline_cell_id", "throughput",
+                    "baseline_throughput", "speedup", "time_ratio", "trusted"]
+
+
+def _speedup_row(cell, base, field: str, trusted: dict) -> dict:
+    base_label = f"{field}={_get(base.spec, field)}" if field else base.label
+    return {"label": cell.label, "baseline": base_label, "cell_id": cell.cell_id,
+            "baseline_cell_id": base.name if field else base.cell_id,
+            "throughput": cell.throughput_samples_per_s,
+            "baseline_throughput": base.throughput_samples_per_s,
+            "speedup": cell.throughput_samples_per_s / base.throughput_samples_per_s,
+            "time_ratio": cell.median_s / base.median_s,
+            "trusted": bool(trusted.get(cell.cell_id, False)
+                            and trusted.get(base.name if field else base.cell_id, False))}
+
+
+def match_cells(base: Results, new: Results) -> list[tuple[str | None, str | None, str]]:
+    """(base_id, new_id, matched_by) for every cell of either file. matched_by: "cell_id",
+    "spec" (same spec but the commit; only when unique on both sides) or "" (unmatched)."""
+    base_ids, new_ids = list(base.cells.cell_id), list(new.cells.cell_id)
+    pairs = [(c, c, "cell_id") for c in base_ids if c in set(new_ids)]
+    matched = {c for c, _, _ in pairs}
+    rest_base = [c for c in base_ids if c not in matched]
+    rest_new = [c for c in new_ids if c not in matched]
+
+    def keys(results, ids):
+        spec = results.cells.set_index("cell_id").spec
+        out = {}
+        for c in ids:
+            out.setdefault(config_key(spec[c], drop=_DROP_FOR_FILE_MATCH), []).append(c)
+        return out
+
+    base_keys, new_keys = keys(base, rest_base), keys(new, rest_new)
+    for k, ids in base_keys.items():
+        if len(ids) == 1 and len(new_keys.get(k, [])) == 1:
+            pairs.append((ids[0], new_keys[k][0], "spec"))
+    paired_base = {b for b, _, _ in pairs}
+    paired_new = {n for _, n, _ in pairs}
+    pairs += [(c, None, "") for c in rest_base if c not in paired_base]
+    pairs += [(None, c, "") for c in rest_new if c not in paired_new]
+    return pairs
+
+
+def speedup_between_files(base: Results, new: Results, trust_base: pd.DataFrame,
+                          trust_new: pd.DataFrame) -> pd.DataFrame:
+    """Every matched pair of ok cells: new against base."""
+    trusted = dict(zip(trust_base.cell_id, trust_base.trusted))
+    trusted.update(zip(trust_new.cell_id, trust_new.trusted))
+    b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
+    rows = []
+    for base_id, new_id, _ in match_cells(base, new):
+        if base_id is None or new_id is None:
+            continue
+        if b.loc[base_id].status != "ok" or n.loc[new_id].status != "ok":
+            continue
+        cell = n.loc[new_id].copy()
+        cell["cell_id"] = new_id
+        ref = b.loc[base_id].copy()
+        ref["cell_id"] = base_id
+        row = _speedup_row(cell, ref, "", {})
+        row["baseline"] = f"{base.path}"
+        row["trusted"] = bool(trusted.get(new_id, False) and trusted.get(base_id, False))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=_SPEEDUP_COLUMNS)
+
+
+def median_ratio_ci(base_s: np.ndarray, new_s: np.ndarray, alpha: float, draws: int,
+                    rng: np.random.Generator) -> tuple[float, float]:
+    """Percentile bootstrap (1 - alpha) interval of median(new) / median(base)."""
+    b = np.median(base_s[rng.integers(0, base_s.size, (draws, base_s.size))], axis=1)
+    n = np.median(new_s[rng.integers(0, new_s.size, (draws, new_s.size))], axis=1)
+    low, high = np.quantile(n / b, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def _test_pair(base_s, new_s, cell_key: str, options: GateOptions) -> dict:
+    ratio = float(np.median(new_s) / np.median(base_s))
+    if np.array_equal(np.sort(base_s), np.sort(new_s)):
+        p = 1.0
+    else:
+        p = float(stats.mannwhitneyu(new_s, base_s, alternative="two-sided").pvalue)
+    rng = np.random.default_rng([options.seed, zlib.crc32(cell_key.encode())])
+    low, high = median_ratio_ci(base_s, new_s, options.alpha, options.bootstrap, rng)
+    return {"n_base": base_s.size, "n_new": new_s.size, "median_base_s": float(np.median(base_s)),
+            "median_new_s": float(np.median(new_s)), "ratio": ratio, "change": ratio - 1.0,
+            "ci_low": low, "ci_high": high, "p_value": p}
+
+
+def _holm(p: np.ndarray) -> np.ndarray:
+    order = np.argsort(p)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (p.size - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def _verdict(row: dict, options: GateOptions) -> str:
+    significant = (row["p_adjusted"] < options.alpha
+                   and (row["ci_low"] > 1.0 or row["ci_high"] < 1.0))
+    if not significant:
+        return "not significant"
+    if row["change"] > options.threshold:
+        return "regression"
+    if -row["change"] > options.threshold:
+        return "improvement"
+    return "within threshold"
+
+
+def _status_verdict(base_status, new_status) -> str:
+    if base_status is None:
+        return "new cell"
+    if new_status is None:
+        return "missing in new"
+    if base_status == "ok" and new_status in BROKEN_STATUSES:
+        return "broke"
+    if base_status != "ok" and new_status == "ok":
+        return "fixed"
+    return f"not compared ({base_status} -> {new_status})"
+
+
+def regression_table(base: Results, new: Results, options: GateOptions) -> pd.DataFrame:
+    """One row per cell of either file: the test results and a verdict. Gate: any verdict
+    "regression" or "broke" (see `gate_failed`)."""
+    b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
+    rows, tested = [], []
+    for base_id, new_id, matched_by in match_cells(base, new):
+        base_cell = b.loc[base_id] if base_id else None
+        new_cell = n.loc[new_id] if new_id else None
+        any_cell = new_cell if new_cell is not None else base_cell
+        row = {"label": any_cell.label, "base_cell_id": base_id or "", "new_cell_id": new_id or "",
+               "matched_by": matched_by,
+               "base_status": base_cell.status if base_cell is not None else "",
+               "new_status": new_cell.status if new_cell is not None else ""}
+        base_s = new_s = np.empty(0)
+        if base_cell is not None and new_cell is not None:
+            base_s = iteration_samples(base, base_id, base_cell["mode"])
+            new_s = iteration_samples(new, new_id, new_cell["mode"])
+        if base_s.size >= 2 and new_s.size >= 2:
+            row.update(_test_pair(base_s, new_s, base_id, options))
+            tested.append(len(rows))
+        else:
+            row["verdict"] = _status_verdict(base_cell.status if base_cell is not None else None,
+                                             new_cell.status if new_cell is not None else None)
+        rows.append(row)
+    p = np.array([rows[i]["p_value"] for i in tested])
+    adjusted = _holm(p) if options.correction == "holm" and p.size else p
+    for i, p_adj in zip(tested, adjusted):
+        rows[i]["p_adjusted"] = float(p_adj)
+        rows[i]["verdict"] = _verdict(rows[i], options)
+    columns = ["label", "verdict", "ratio", "change", "ci_low", "ci_high", "p_value",
+               "p_adjusted", "n_base", "n_new", "median_base_s", "median_new_s", "base_status",
+               "new_status", "matched_by", "base_cell_id", "new_cell_id"]
+    return pd.DataFrame(rows).reindex(columns=columns)
+
+
+def gate_failed(table: pd.DataFrame) -> bool:
+    """True when any cell regressed significantly beyond the threshold or broke."""
+    return bool(table.verdict.isin(["regression", "broke"]).any())
+
+
+def gate_summary(table: pd.DataFrame, options: GateOptions) -> str:
+    """One line: OK or REGRESSION and the count of each verdict."""
+    counts = table.verdict.value_counts()
+    failed = gate_failed(table)
+    parts = [f"{counts.get(v, 0)} {v}" for v in ("regression", "broke", "improvement",
+                                                 "within threshold", "not significant")]
+    return (("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "
+            f"(threshold {options.threshold:.1%}, alpha {options.alpha:g}, "
+            f"correction {options.correction})")

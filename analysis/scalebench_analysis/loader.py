@@ -1,0 +1,267 @@
+"""Reading scalebench results files (schemas/results-layout.md) into tidy pandas tables.
+
+`load(path)` returns a `Results` with
+
+* ``cells``: one row per cell: spec copies, the full spec (dict), status, reason, the
+  summary attributes (``median_s``, ``throughput_samples_per_s``, ``phase_median_s_*``,
+  validity flags, ...) and two derived keys: ``config`` (the spec without batch size and
+  world size, as canonical JSON) and ``setting`` (a short label of the spec fields that
+  vary across the file besides branch, experiment, mode, precision, batch and world size).
+* ``timings``: long table, one row per (cell_id, rank, iteration, phase) with ``time_s``
+  and ``warmup`` (True for the first ``warmup_iterations`` iterations). NaN padding rows
+  (past a rank's own iteration count) are dropped.
+* ``rank_metrics``: one row per (cell_id, rank) with every per-rank metric as a column,
+  plus ``host`` and ``device_name``.
+* ``meta``: the root attributes, JSON-valued ones decoded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+import pandas as pd
+
+from .errors import ResultsFileError
+
+#: Layout major version this package reads (any minor version of it).
+SUPPORTED_LAYOUT_MAJOR = 1
+VERSION_ATTRIBUTE = "scalebench_layout_version"
+
+#: Root attributes stored as JSON text.
+_JSON_ROOT_ATTRS = ("hosts", "devices", "argv", "environment")
+#: Spec fields that place a cell on a scaling / batch curve of its configuration. `samples`
+#: (inference dataset size) is among them: throughput is per sample, so cells that differ
+#: only in dataset size belong to the same curve.
+CURVE_FIELDS = ("batch_size", "world_size", "samples")
+#: Spec fields that are bookkeeping, not part of a configuration.
+_NON_CONFIG_FIELDS = ("cell_id", "source")
+#: Spec fields shown as their own columns (not repeated in the `setting` label).
+_NAMED_FIELDS = ("branch", "commit", "experiment", "mode", "precision", "batch_size",
+                 "world_size", "samples", "cell_id", "source")
+
+STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted")
+
+
+@dataclass
+class Results:
+    """Everything read from one results file. Tables are plain pandas DataFrames."""
+
+    path: str
+    layout_version: str
+    meta: dict
+    cells: pd.DataFrame
+    timings: pd.DataFrame
+    rank_metrics: pd.DataFrame
+    raw: dict = field(default_factory=dict)
+
+    def cell(self, cell_id: str) -> pd.Series:
+        """The row of `cells` for `cell_id` (KeyError when absent)."""
+        return self.cells.set_index("cell_id").loc[cell_id]
+
+    def phases(self, cell_id: str) -> list:
+        """Phase names of a cell's timings ([] when the cell has no timings)."""
+        return self.raw[cell_id].phases if cell_id in self.raw else []
+
+    def timing_array(self, cell_id: str, phase: str, measured_only: bool = True) -> np.ndarray:
+        """(ranks, iterations) seconds of `phase` for a cell, NaN where a rank has no value.
+        Empty (0, 0) when the cell has no timings or no such phase."""
+        raw = self.raw.get(cell_id)
+        if raw is None or phase not in raw.phases:
+            return np.empty((0, 0))
+        values = raw.data[:, :, raw.phases.index(phase)]
+        return values[:, raw.warmup:] if measured_only else values
+
+
+@dataclass(frozen=True)
+class RawTimings:
+    """A cell's `timings` dataset as stored: (ranks, iterations, phases) seconds."""
+
+    data: np.ndarray
+    phases: list
+    warmup: int
+
+
+def _decode(value):
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _json_attr(attrs, name, default):
+    if name not in attrs:
+        return default
+    text = _decode(attrs[name])
+    try:
+        return json.loads(text) if text else default
+    except json.JSONDecodeError:
+        return default
+
+
+def check_layout_version(found: str, path: str) -> None:
+    """Raises ResultsFileError unless `found` is "MAJOR.MINOR" with the supported MAJOR."""
+    try:
+        major = int(str(found).split(".")[0])
+    except ValueError:
+        raise ResultsFileError(
+            f"{path}: malformed {VERSION_ATTRIBUTE} {found!r}: required "
+            f"{SUPPORTED_LAYOUT_MAJOR}.x, found {found}") from None
+    if major != SUPPORTED_LAYOUT_MAJOR:
+        raise ResultsFileError(
+            f"{path}: results layout version mismatch: required {SUPPORTED_LAYOUT_MAJOR}.x, "
+            f"found {found} (use a scalebench_analysis release that reads layout {major}.x)")
+
+
+def _open(path: str) -> h5py.File:
+    if not os.path.exists(path):
+        raise ResultsFileError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ResultsFileError(f"{path}: is a directory, expected a scalebench .h5 results file")
+    if not h5py.is_hdf5(path):
+        raise ResultsFileError(f"{path}: not a scalebench results file (not an HDF5 file)")
+    try:
+        return h5py.File(path, "r")
+    except OSError as error:
+        raise ResultsFileError(f"{path}: cannot open HDF5 file: {error}") from None
+
+
+def _read_meta(f: h5py.File, path: str) -> tuple[str, dict]:
+    if VERSION_ATTRIBUTE not in f.attrs:
+        raise ResultsFileError(
+            f"{path}: not a scalebench results file (no root attribute {VERSION_ATTRIBUTE})")
+    version = str(_decode(f.attrs[VERSION_ATTRIBUTE]))
+    check_layout_version(version, path)
+    meta = {k: _decode(v) for k, v in f.attrs.items()}
+    for name in _JSON_ROOT_ATTRS:
+        meta[name] = _json_attr(f.attrs, name, meta.get(name))
+    return version, meta
+
+
+def _cell_row(cell_id: str, group: h5py.Group) -> dict:
+    attrs = group.attrs
+    row = {"cell_id": cell_id}
+    for name, value in attrs.items():
+        if name in ("spec", "ranks"):
+            continue
+        row[name] = _decode(value)
+    row["spec"] = _json_attr(attrs, "spec", {})
+    row["ranks"] = _json_attr(attrs, "ranks", [])
+    if "summary" in group:
+        for name, value in group["summary"].attrs.items():
+            value = _decode(value)
+            row[name] = value
+    return row
+
+
+def _cell_timings(cell_id: str, group: h5py.Group) -> tuple[pd.DataFrame | None, RawTimings]:
+    if "timings" not in group:
+        return None, None
+    dataset = group["timings"]
+    phases = _json_attr(dataset.attrs, "phases", [])
+    warmup = int(_decode(dataset.attrs.get("warmup_iterations", 0)))
+    data = np.asarray(dataset[()], dtype=float)
+    if data.ndim != 3 or data.shape[2] != len(phases):
+        raise ResultsFileError(
+            f"cell {cell_id}: timings shape {data.shape} does not match phases {phases}")
+    ranks, iterations, _ = np.indices(data.shape)
+    phase_index = np.broadcast_to(np.arange(len(phases)), data.shape)
+    frame = pd.DataFrame({
+        "cell_id": cell_id,
+        "rank": ranks.ravel(),
+        "iteration": iterations.ravel(),
+        "phase": np.asarray(phases, dtype=object)[phase_index.ravel()],
+        "time_s": data.ravel(),
+    })
+    frame["warmup"] = frame["iteration"] < warmup
+    return frame[np.isfinite(frame["time_s"])], RawTimings(data, list(phases), warmup)
+
+
+def _rank_rows(cell_id: str, group: h5py.Group) -> list[dict]:
+    if "rank_metrics" not in group:
+        return []
+    dataset = group["rank_metrics"]
+    names = _json_attr(dataset.attrs, "names", [])
+    values = np.asarray(dataset[()], dtype=float)
+    hosts = group["rank_hosts"].asstr()[()] if "rank_hosts" in group else []
+    devices = group["rank_devices"].asstr()[()] if "rank_devices" in group else []
+    rows = []
+    for rank in range(values.shape[0]):
+        row = {"cell_id": cell_id, "rank": rank}
+        row.update({name: values[rank, i] for i, name in enumerate(names)})
+        row["host"] = hosts[rank] if rank < len(hosts) else ""
+        row["device_name"] = devices[rank] if rank < len(devices) else ""
+        rows.append(row)
+    return rows
+
+
+def _flatten_spec(spec: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in spec.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten_spec(value, name + "."))
+        else:
+            flat[name] = json.dumps(value) if isinstance(value, list) else value
+    return flat
+
+
+def config_key(spec: dict, drop: tuple = CURVE_FIELDS) -> str:
+    """Canonical JSON of `spec` without bookkeeping fields and the fields in `drop`."""
+    reduced = {k: v for k, v in spec.items() if k not in drop and k not in _NON_CONFIG_FIELDS}
+    return json.dumps(reduced, sort_keys=True, separators=(",", ":"))
+
+
+def _setting_labels(specs: list[dict]) -> list[str]:
+    flats = [_flatten_spec(s) for s in specs]
+    keys = sorted({k for f in flats for k in f})
+    varying = [k for k in keys if k not in _NAMED_FIELDS and k.split(".")[0] not in _NAMED_FIELDS
+               and len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
+    return [" ".join(f"{k}={f.get(k)}" for k in varying) or "default" for f in flats]
+
+
+def _cells_frame(rows: list[dict]) -> pd.DataFrame:
+    cells = pd.DataFrame(rows)
+    if cells.empty:
+        return pd.DataFrame(columns=["cell_id", "branch", "experiment", "mode", "precision",
+                                     "batch_size", "world_size", "status", "spec"])
+    for name in ("batch_size", "world_size", "warmup_iterations", "measured_iterations",
+                 "samples", "seed"):
+        if name in cells:
+            cells[name] = cells[name].astype("int64")
+    cells["global_batch"] = cells["batch_size"] * cells["world_size"]
+    cells["config"] = [config_key(s) for s in cells["spec"]]
+    cells["setting"] = _setting_labels(list(cells["spec"]))
+    cells["label"] = [
+        f"{r.branch or '-'}/{r.experiment}/{r.mode}/b{r.batch_size}/w{r.world_size}/{r.precision}"
+        + ("" if r.setting == "default" else f" [{r.setting}]")
+        for r in cells.itertuples()]
+    return cells.sort_values(["branch", "experiment", "mode", "precision", "setting",
+                              "world_size", "batch_size"], kind="stable").reset_index(drop=True)
+
+
+def load(path: str | os.PathLike) -> Results:
+    """Reads a scalebench results file. Raises ResultsFileError (file missing, not a
+    scalebench file, layout major version mismatch, malformed cell)."""
+    path = os.fspath(path)
+    with _open(path) as f:
+        version, meta = _read_meta(f, path)
+        rows, timing_frames, rank_rows, raw = [], [], [], {}
+        cells_group = f.get("cells")
+        for cell_id in (cells_group.keys() if cells_group is not None else []):
+            group = cells_group[cell_id]
+            rows.append(_cell_row(cell_id, group))
+            frame, raw_timings = _cell_timings(cell_id, group)
+            if frame is not None:
+                timing_frames.append(frame)
+                raw[cell_id] = raw_timings
+            rank_rows.extend(_rank_rows(cell_id, group))
+    timings = (pd.concat(timing_frames, ignore_index=True) if timing_frames else
+               pd.DataFrame(columns=["cell_id", "rank", "iteration", "phase", "time_s", "warmup"]))
+    return Results(path=path, layout_version=version, meta=meta, cells=_cells_frame(rows),
+                   timings=timings, rank_metrics=pd.DataFrame(rank_rows),
+                   raw=raw)

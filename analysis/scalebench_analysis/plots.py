@@ -1,0 +1,241 @@
+"""Matplotlib figures of an Analysis. Each function returns a Figure or None when the file
+has nothing to plot for it. `figure_png(fig)` gives PNG bytes (Agg backend, no display)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .analysis import Analysis  # noqa: E402
+from .quality import busy_times, iteration_samples  # noqa: E402
+
+DPI = 80
+_STYLE = {"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
+          "axes.spines.right": False, "font.size": 9, "legend.fontsize": 7}
+
+
+def figure_png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _series_name(row) -> str:
+    name = f"{row.branch or '-'} {row.precision}"
+    return name if row.setting == "default" else f"{name} [{row.setting}]"
+
+
+def _panels(n: int, width: float = 4.2, height: float = 3.2):
+    columns = min(n, 3)
+    rows = -(-n // columns)
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows),
+                                 squeeze=False, layout="constrained")
+    for ax in axes.ravel()[n:]:
+        fig.delaxes(ax)
+    return fig, axes.ravel()[:n]
+
+
+def throughput_vs_batch(analysis: Analysis):
+    """Throughput against per-rank batch, one panel per experiment/mode/world size, one line
+    per branch + precision + setting. Hollow markers: untrusted; x at the axis: oom."""
+    points = analysis.batch_points
+    if points is None or points.empty or not (points.status == "ok").any():
+        return None
+    keys = list(points.groupby(["experiment", "mode", "world_size"], sort=True).groups)
+    with plt.rc_context(_STYLE):
+        fig, axes = _panels(len(keys))
+        for ax, key in zip(axes, keys):
+            panel = points[(points.experiment == key[0]) & (points["mode"] == key[1])
+                           & (points.world_size == key[2])]
+            for i, (_, line) in enumerate(panel.groupby(["branch", "precision", "setting"])):
+                ok = line[line.status == "ok"]
+                color = f"C{i % 10}"
+                ax.plot(ok.batch_size, ok.throughput_samples_per_s, "-", color=color,
+                        label=_series_name(line.iloc[0]))
+                for trusted, face in ((True, color), (False, "white")):
+                    sel = ok[ok.trusted == trusted]
+                    ax.plot(sel.batch_size, sel.throughput_samples_per_s, "o", color=color,
+                            markerfacecolor=face)
+                oom = line[line.status == "oom"]
+                ax.plot(oom.batch_size, np.zeros(len(oom)), "x", color=color, markersize=9,
+                        clip_on=False)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(panel.batch_size.unique()),
+                          [str(b) for b in sorted(panel.batch_size.unique())])
+            ax.minorticks_off()
+            ax.set_ylim(0, 1.1 * float(panel.throughput_samples_per_s.max()))
+            ax.set_title(f"{key[0]} · {key[1]} · {key[2]} worker(s)")
+            ax.set_xlabel("per-rank batch size")
+            ax.set_ylabel("samples / s")
+            ax.legend()
+    return fig
+
+
+def scaling_efficiency(analysis: Analysis):
+    """Weak and strong scaling efficiency against world size, with the ideal line at 1."""
+    scale = analysis.sections.get("scaling")
+    if scale is None or scale.empty or scale.world_size.nunique() < 2:
+        return None
+    with plt.rc_context(_STYLE):
+        fig, axes = _panels(2, width=5.0)
+        specs = (("weak_efficiency", "batch_size", "weak scaling (fixed per-rank batch b)", "b"),
+                 ("strong_efficiency", "global_batch", "strong scaling (fixed global batch G)",
+                  "G"))
+        for ax, (column, curve, title, letter) in zip(axes, specs):
+            data = scale[np.isfinite(scale[column].astype(float))]
+            worlds = sorted(scale.world_size.unique())
+            ax.plot(worlds, [1.0] * len(worlds), "k--", linewidth=1, label="ideal")
+            groups = data.groupby(["branch", "experiment", "mode", "precision", "setting", curve])
+            for i, (key, line) in enumerate(groups):
+                if len(line) < 2:
+                    continue
+                line = line.sort_values("world_size")
+                ax.plot(line.world_size, line[column], "o-", color=f"C{i % 10}",
+                        label=f"{key[0] or '-'} {key[1]} {key[2]} {key[3]} {letter}={key[5]}")
+            ax.set_xticks(worlds)
+            ax.set_ylim(0, max(1.15, float(np.nanmax(data[column])) * 1.05 if len(data) else 1.15))
+            ax.set_title(title)
+            ax.set_xlabel("workers (GPUs or CPU ranks)")
+            ax.set_ylabel("efficiency")
+            ax.legend(loc="lower left", fontsize=6)
+    return fig
+
+
+def _phase_columns(analysis: Analysis, cells: pd.DataFrame, total: str) -> list[str]:
+    """phase_median_s_* columns of `cells` but the total, in the order of the timings."""
+    order = []
+    for cell_id in cells.cell_id:
+        order += [p for p in analysis.results.phases(cell_id) if p not in order]
+    present = [c.removeprefix("phase_median_s_") for c in cells.columns
+               if c.startswith("phase_median_s_") and cells[c].notna().any()]
+    ordered = [p for p in order if p in present] + sorted(set(present) - set(order))
+    return [f"phase_median_s_{p}" for p in ordered if p != total]
+
+
+def phase_breakdown(analysis: Analysis):
+    """Stacked horizontal bars of the median time per phase of every ok cell (train and
+    inference panels: their phases differ)."""
+    cells = analysis.results.cells
+    cells = cells[cells.status == "ok"]
+    modes = [m for m in ("train", "infer") if (cells["mode"] == m).any()]
+    if not modes:
+        return None
+    heights = [max(2.0, 0.28 * (cells["mode"] == m).sum() + 1.0) for m in modes]
+    with plt.rc_context(_STYLE):
+        fig, axes = plt.subplots(len(modes), 1, figsize=(9, sum(heights)), squeeze=False,
+                                 gridspec_kw={"height_ratios": heights}, layout="constrained")
+        for ax, mode in zip(axes.ravel(), modes):
+            part = cells[cells["mode"] == mode].iloc[::-1]
+            columns = _phase_columns(analysis, part, "step" if mode == "train" else "batch")
+            left = np.zeros(len(part))
+            for i, column in enumerate(columns):
+                values = part[column].fillna(0).to_numpy() * 1e3
+                ax.barh(part.label, values, left=left, color=f"C{i % 10}",
+                        label=column.removeprefix("phase_median_s_"))
+                left += values
+            ax.set_xlabel("median time per iteration (ms), rank mean" if mode == "train"
+                          else "median time per batch (ms), rank mean")
+            ax.set_title(f"{mode}: phase breakdown")
+            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+            ax.tick_params(axis="y", labelsize=7)
+    return fig
+
+
+def rank_heatmap(analysis: Analysis):
+    """Busy time (train: step - comm_wait; inference: batch) per rank and measured
+    iteration of every multi-rank ok cell, divided by that cell's median."""
+    results = analysis.results
+    cells = results.cells[(results.cells.status == "ok") & (results.cells.world_size > 1)]
+    rows, labels = [], []
+    for _, cell in cells.iterrows():
+        busy = busy_times(results, cell.cell_id, cell["mode"])
+        if busy.size == 0:
+            continue
+        median = np.nanmedian(busy)
+        for rank, series in enumerate(busy):
+            rows.append(series / median)
+            labels.append(f"{cell.label} r{rank}")
+    if not rows:
+        return None
+    width = max(len(r) for r in rows)
+    grid = np.full((len(rows), width), np.nan)
+    for i, series in enumerate(rows):
+        grid[i, :len(series)] = series
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(9, 1.0 + 0.22 * len(rows)), layout="constrained")
+        image = ax.imshow(grid, aspect="auto", cmap="RdBu_r", vmin=0.7, vmax=1.3,
+                          interpolation="nearest")
+        ax.set_yticks(range(len(labels)), labels, fontsize=7)
+        ax.set_xlabel("measured iteration")
+        ax.set_title("per-rank busy time / cell median (red: slower)")
+        ax.grid(False)
+        fig.colorbar(image, ax=ax, fraction=0.03)
+    return fig
+
+
+def latency_cdf(analysis: Analysis):
+    """Empirical CDF of the iteration samples (train: slowest-rank step; inference: batch
+    latency) of every ok cell, one panel per mode."""
+    results = analysis.results
+    cells = results.cells[results.cells.status == "ok"]
+    modes = [m for m in ("train", "infer") if (cells["mode"] == m).any()]
+    if not modes:
+        return None
+    with plt.rc_context(_STYLE):
+        fig, axes = _panels(len(modes), width=5.0, height=3.6)
+        for ax, mode in zip(axes, modes):
+            for i, (_, cell) in enumerate(cells[cells["mode"] == mode].iterrows()):
+                samples = np.sort(iteration_samples(results, cell.cell_id, mode)) * 1e3
+                if samples.size == 0:
+                    continue
+                ax.step(samples, np.arange(1, samples.size + 1) / samples.size, where="post",
+                        color=f"C{i % 10}", linewidth=1,
+                        label=cell.label if i < 12 else None)
+            ax.set_xlabel("step time (ms)" if mode == "train" else "batch latency (ms)")
+            ax.set_ylabel("fraction of iterations")
+            ax.set_title(f"{mode}: latency CDF")
+            ax.legend(loc="lower right", fontsize=6)
+    return fig
+
+
+def regression_forest(analysis: Analysis):
+    """Median time ratio new / base with its bootstrap interval per tested cell."""
+    table = analysis.sections.get("regressions")
+    if table is None:
+        return None
+    tested = table[table.ratio.notna()].iloc[::-1]
+    if tested.empty:
+        return None
+    threshold = analysis.options.gate.threshold
+    colors = {"regression": "C3", "improvement": "C2"}
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(9, 1.0 + 0.25 * len(tested)), layout="constrained")
+        ax.axvspan(1 - threshold, 1 + threshold, color="0.9", label=f"±{threshold:.0%}")
+        ax.axvline(1.0, color="k", linewidth=0.8)
+        y = np.arange(len(tested))
+        c = [colors.get(v, "C0") for v in tested.verdict]
+        ax.hlines(y, tested.ci_low, tested.ci_high, colors=c, linewidth=2)
+        ax.scatter(tested.ratio, y, color=c, zorder=3)
+        ax.set_yticks(y, tested.label, fontsize=7)
+        ax.set_xlabel("median time ratio new / base (> 1 slower), bootstrap interval")
+        ax.legend(loc="lower right")
+    return fig
+
+
+#: (key, title, function) of every plot, in report order.
+PLOTS = (
+    ("throughput_vs_batch", "Throughput against batch size", throughput_vs_batch),
+    ("scaling_efficiency", "Scaling efficiency against workers", scaling_efficiency),
+    ("phase_breakdown", "Phase breakdown", phase_breakdown),
+    ("rank_heatmap", "Per-rank busy time", rank_heatmap),
+    ("latency_cdf", "Latency distribution", latency_cdf),
+    ("regression_forest", "Regression test against the baseline file", regression_forest),
+)

@@ -1,0 +1,136 @@
+"""Per-iteration samples, trustworthiness (noise, warm-up drift) and straggler ranks.
+
+Definitions (docs/analysis-guide.md#metrics):
+
+* iteration samples of a cell: train: per measured iteration, the slowest rank's `step`
+  time; inference: every measured `batch` time of every rank. This is the population the
+  file's `summary` describes and the one the regression gate tests.
+* cv: sample standard deviation (n-1) / mean of the iteration samples.
+* drift: median of the first half of the measured iteration series / median of its second
+  half - 1 (series: train: slowest-rank step per iteration; inference: mean over ranks of
+  the batch time per batch index). Positive drift means the cell was still warming up;
+  needs at least 4 measured iterations, else NaN.
+* trusted: status ok, at least `min_iterations` samples, cv <= max_cv, |drift| <=
+  max_drift and (train) replicas in sync per the file's summary. Untrusted cells stay in
+  every table, flagged, and are left out of picks (best batch, knee, SLO).
+* straggler: in a cell of 2+ ranks, a rank whose median busy time is more than
+  `threshold` above the median of the other ranks' medians. Busy time: train: `step -
+  comm_wait` (synchronous data parallel makes every rank's step equal: fast ranks wait in
+  comm_wait, so the step alone hides the straggler); inference: `batch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .loader import Results
+
+
+@dataclass(frozen=True)
+class QualityOptions:
+    """Thresholds of the trust checks (fractions, not percent)."""
+
+    max_cv: float = 0.10
+    max_drift: float = 0.10
+    min_iterations: int = 5
+    straggler_threshold: float = 0.10
+
+
+def summarised_phase(mode: str) -> str:
+    """The phase a cell's summary and the regression gate are about."""
+    return "step" if mode == "train" else "batch"
+
+
+def iteration_samples(results: Results, cell_id: str, mode: str) -> np.ndarray:
+    """1-D array of the cell's iteration samples (see module doc); empty without timings."""
+    values = results.timing_array(cell_id, summarised_phase(mode))
+    if values.size == 0:
+        return np.empty(0)
+    if mode == "train":
+        finite = np.isfinite(values).any(axis=0)
+        return np.nanmax(values[:, finite], axis=0)
+    return values[np.isfinite(values)]
+
+
+def iteration_series(results: Results, cell_id: str, mode: str) -> np.ndarray:
+    """Per measured iteration index: slowest rank (train) or rank mean (inference)."""
+    values = results.timing_array(cell_id, summarised_phase(mode))
+    if values.size == 0:
+        return np.empty(0)
+    finite = np.isfinite(values).any(axis=0)
+    values = values[:, finite]
+    return np.nanmax(values, axis=0) if mode == "train" else np.nanmean(values, axis=0)
+
+
+def drift_of(series: np.ndarray) -> float:
+    """median(first half) / median(second half) - 1; NaN below 4 iterations."""
+    half = series.size // 2
+    if half < 2:
+        return float("nan")
+    return float(np.median(series[:half]) / np.median(series[-half:]) - 1.0)
+
+
+def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> dict:
+    samples = iteration_samples(results, cell.cell_id, cell["mode"])
+    count = int(samples.size)
+    mean = float(np.mean(samples)) if count else float("nan")
+    cv = float(np.std(samples, ddof=1) / mean) if count > 1 else float("nan")
+    drift = drift_of(iteration_series(results, cell.cell_id, cell["mode"]))
+    in_sync = cell.get("valid_replicas_in_sync", 1)
+    in_sync = bool(in_sync) if pd.notna(in_sync) else True
+    reasons = []
+    if count < options.min_iterations:
+        reasons.append(f"only {count} samples (< {options.min_iterations})")
+    if not (cv <= options.max_cv):
+        reasons.append(f"cv {cv:.1%} > {options.max_cv:.0%}")
+    if np.isfinite(drift) and abs(drift) > options.max_drift:
+        reasons.append(f"warm-up drift {drift:+.1%} (|drift| > {options.max_drift:.0%})")
+    if not in_sync:
+        reasons.append("replicas out of sync (param_checksum differs)")
+    return {"cell_id": cell.cell_id, "count": count, "cv": cv, "drift": drift,
+            "trusted": not reasons, "untrusted_because": "; ".join(reasons)}
+
+
+def trust_table(results: Results, options: QualityOptions = QualityOptions()) -> pd.DataFrame:
+    """One row per ok cell: count, cv, drift, trusted, untrusted_because."""
+    ok = results.cells[results.cells.status == "ok"]
+    rows = [_trust_row(results, cell, options) for _, cell in ok.iterrows()]
+    columns = ["cell_id", "count", "cv", "drift", "trusted", "untrusted_because"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def busy_times(results: Results, cell_id: str, mode: str) -> np.ndarray:
+    """(ranks, measured iterations) busy seconds: step - comm_wait (train), batch (infer)."""
+    if mode != "train":
+        return results.timing_array(cell_id, "batch")
+    step = results.timing_array(cell_id, "step")
+    wait = results.timing_array(cell_id, "comm_wait")
+    return step - wait if wait.shape == step.shape and wait.size else step
+
+
+def straggler_table(results: Results, options: QualityOptions = QualityOptions()) -> pd.DataFrame:
+    """One row per rank of every ok cell with 2+ ranks: rank median busy time, the median
+    of the other ranks' medians, the excess over it, and `straggler`."""
+    rows = []
+    cells = results.cells
+    for _, cell in cells[(cells.status == "ok") & (cells.world_size > 1)].iterrows():
+        busy = busy_times(results, cell.cell_id, cell["mode"])
+        if busy.shape[0] < 2:
+            continue
+        medians = np.array([np.nanmedian(r) if np.isfinite(r).any() else np.nan for r in busy])
+        hosts = results.rank_metrics
+        hosts = hosts[hosts.cell_id == cell.cell_id].set_index("rank")["host"] \
+            if "host" in hosts else pd.Series(dtype=object)
+        for rank, median in enumerate(medians):
+            others = np.nanmedian(np.delete(medians, rank))
+            excess = median / others - 1.0
+            rows.append({"cell_id": cell.cell_id, "label": cell.label, "rank": rank,
+                         "host": hosts.get(rank, ""), "median_busy_s": median,
+                         "others_median_busy_s": others, "excess": excess,
+                         "straggler": bool(excess > options.straggler_threshold)})
+    columns = ["cell_id", "label", "rank", "host", "median_busy_s", "others_median_busy_s",
+               "excess", "straggler"]
+    return pd.DataFrame(rows, columns=columns)

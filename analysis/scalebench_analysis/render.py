@@ -1,0 +1,147 @@
+"""Text renderings of an Analysis: console tables, CSV, JSON and Markdown."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from .analysis import Analysis
+
+TITLES = {
+    "overview": "Run", "cells": "Cells", "scaling": "Scaling (weak: fixed per-rank batch; "
+    "strong: fixed global batch; 1.0 = ideal)", "batch": "Batch size",
+    "stragglers": "Straggler ranks", "speedup": "Speedup against the baseline",
+    "speedup_vs_file": "Speedup against the baseline file",
+    "regressions": "Regression gate (ratio = median time new / base; > 1 is slower)",
+}
+#: Columns that only machines need; left out of console and Markdown tables.
+_HIDDEN = {"cell_id", "base_cell_id", "new_cell_id", "baseline_cell_id", "curve", "config",
+           "untrusted_because", "reason", "branch", "experiment", "mode", "precision",
+           "setting", "batch_size", "world_size", "median_base_s", "median_new_s", "host",
+           "others_median_busy_s"}
+_KEEP_IDENTITY = {"scaling", "batch"}  # these tables have no label column
+_RATIO = ("efficiency", "speedup", "ratio", "ci_low", "ci_high")
+_PERCENT = ("cv", "comm_share")
+_SIGNED_PERCENT = ("drift", "change", "excess")
+_INTEGER = ("batch", "world", "count", "n_base", "n_new", "rank", "untrusted_ok_cells")
+
+
+def _format_value(column: str, value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        return str(value)
+    if column.endswith(_RATIO):
+        return f"{value:.3f}"
+    if column in _PERCENT:
+        return f"{value:.1%}"
+    if column in _SIGNED_PERCENT:
+        return f"{value:+.1%}"
+    if column.startswith("p_"):
+        return f"{value:.2g}"
+    if "throughput" in column:
+        return f"{value:,.1f}"
+    if any(column.startswith(p) or column.endswith(p) for p in _INTEGER) and value == int(value):
+        return str(int(value))
+    if column.endswith("_s"):
+        return f"{value * 1e3:.3f} ms"
+    return f"{value:.2f}"
+
+
+def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with machine-only columns dropped and every value formatted as text."""
+    hidden = _HIDDEN - ({"branch", "experiment", "mode", "precision", "setting", "batch_size",
+                         "world_size"} if name in _KEEP_IDENTITY else set())
+    if name == "stragglers":
+        frame = frame[frame.straggler]
+    shown = frame[[c for c in frame.columns if c not in hidden]]
+    return pd.DataFrame({c: [_format_value(c, v) for v in shown[c]] for c in shown.columns},
+                        index=range(len(shown)), columns=shown.columns)
+
+
+def _notes(analysis: Analysis) -> list[str]:
+    """Why cells are untrusted or failed: one line each."""
+    cells = analysis.sections["cells"]
+    lines = [f"untrusted: {r.label}: {r.untrusted_because}"
+             for r in cells.itertuples() if isinstance(r.untrusted_because, str)
+             and r.untrusted_because]
+    lines += [f"{r.status}: {r.label}: {r.reason}" for r in cells.itertuples()
+              if r.status not in ("ok",) and isinstance(r.reason, str) and r.reason]
+    return lines
+
+
+def _empty_text(name: str) -> str:
+    return "no straggler rank" if name == "stragglers" else "(none)"
+
+
+def to_console(analysis: Analysis) -> str:
+    parts = []
+    for name, frame in analysis.sections.items():
+        parts.append(f"== {TITLES.get(name, name)} ==")
+        shown = display_frame(name, frame)
+        if name == "overview":
+            parts.append("\n".join(f"{f:>15}  {v}" for f, v in zip(frame.field, frame.value)))
+        else:
+            parts.append(shown.to_string(index=False) if len(shown) else _empty_text(name))
+        if name == "cells":
+            parts.extend(f"  * {line}" for line in _notes(analysis))
+        parts.append("")
+    return "\n".join(parts)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """GitHub-flavoured Markdown table of a frame of strings."""
+    def cell(text):
+        return str(text).replace("|", "\\|").replace("\n", " ")
+    header = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def to_markdown(analysis: Analysis) -> str:
+    parts = [f"# scalebench analysis: `{analysis.results.path}`", ""]
+    for name, frame in analysis.sections.items():
+        parts += [f"## {TITLES.get(name, name)}", ""]
+        shown = display_frame(name, frame)
+        parts.append(markdown_table(shown) if len(shown) else _empty_text(name))
+        if name == "cells":
+            parts += [""] + [f"* {line}" for line in _notes(analysis)]
+        parts.append("")
+    return "\n".join(parts)
+
+
+def to_json(analysis: Analysis) -> str:
+    """Every section as a list of records (NaN -> null), plus the file's metadata."""
+    sections = {}
+    for name, frame in analysis.sections.items():
+        sections[name] = json.loads(frame.to_json(orient="records", double_precision=15))
+    meta = {k: v for k, v in analysis.results.meta.items() if k != "matrix_text"}
+    document = {"file": analysis.results.path, "layout_version": analysis.results.layout_version,
+                "meta": meta, "sections": sections}
+    return json.dumps(document, indent=2, default=str)
+
+
+def to_csv(analysis: Analysis, table: str = "cells") -> str:
+    """One section as CSV (machine precision, every column)."""
+    if table not in analysis.sections:
+        from .errors import UsageError
+        raise UsageError(f"--table {table}: no such table (have: {', '.join(analysis.sections)})")
+    return analysis.sections[table].to_csv(index=False)
+
+
+def render(analysis: Analysis, fmt: str, table: str = "cells") -> str:
+    if fmt == "table":
+        return to_console(analysis)
+    if fmt == "markdown":
+        return to_markdown(analysis)
+    if fmt == "json":
+        return to_json(analysis)
+    if fmt == "csv":
+        return to_csv(analysis, table)
+    raise ValueError(f"unknown format {fmt}")

@@ -1,0 +1,186 @@
+#include "common/cell_summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace scalebench {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// Read access to one rank's timing table by phase name; NaN for anything missing.
+class RankTable {
+ public:
+  explicit RankTable(const RankResult& rank) : rank_(rank) {}
+
+  [[nodiscard]] size_t rows() const { return rank_.iterations(); }
+  [[nodiscard]] size_t first_measured_row() const {
+    return static_cast<size_t>(std::max(0, rank_.warmup_iterations));
+  }
+  [[nodiscard]] bool is_measured(size_t row) const {
+    return row >= first_measured_row() && row < rows();
+  }
+  [[nodiscard]] double value(size_t row, const std::string& phase) const {
+    if (!is_measured(row)) return kNaN;
+    const auto it = std::find(rank_.phases.begin(), rank_.phases.end(), phase);
+    if (it == rank_.phases.end()) return kNaN;
+    const auto column = static_cast<size_t>(it - rank_.phases.begin());
+    return rank_.timings_s[row * rank_.phases.size() + column];
+  }
+  [[nodiscard]] double metric(const std::string& name) const {
+    const auto it = rank_.metrics.find(name);
+    return it == rank_.metrics.end() ? kNaN : it->second;
+  }
+
+ private:
+  const RankResult& rank_;
+};
+
+size_t max_rows(const std::vector<RankTable>& tables) {
+  size_t rows = 0;
+  for (const auto& t : tables) rows = std::max(rows, t.rows());
+  return rows;
+}
+
+/// Per row: the slowest rank's value of `phase` (NaN-free rows only).
+std::vector<double> slowest_rank_per_row(const std::vector<RankTable>& tables,
+                                         const std::string& phase) {
+  std::vector<double> series;
+  for (size_t row = 0; row < max_rows(tables); ++row) {
+    double slowest = kNaN;
+    for (const auto& t : tables) {
+      const double v = t.value(row, phase);
+      if (!std::isnan(v) && (std::isnan(slowest) || v > slowest)) slowest = v;
+    }
+    if (!std::isnan(slowest)) series.push_back(slowest);
+  }
+  return series;
+}
+
+/// Per row: the mean over ranks of `phase` (ranks without a value in that row left out).
+std::vector<double> rank_mean_per_row(const std::vector<RankTable>& tables,
+                                      const std::string& phase) {
+  std::vector<double> series;
+  for (size_t row = 0; row < max_rows(tables); ++row) {
+    double sum = 0.0;
+    int count = 0;
+    for (const auto& t : tables) {
+      const double v = t.value(row, phase);
+      if (!std::isnan(v)) {
+        sum += v;
+        ++count;
+      }
+    }
+    if (count > 0) series.push_back(sum / count);
+  }
+  return series;
+}
+
+std::vector<double> all_measured_values(const std::vector<RankTable>& tables,
+                                        const std::string& phase) {
+  std::vector<double> values;
+  for (const auto& t : tables) {
+    for (size_t row = t.first_measured_row(); row < t.rows(); ++row) {
+      const double v = t.value(row, phase);
+      if (!std::isnan(v)) values.push_back(v);
+    }
+  }
+  return values;
+}
+
+double inference_samples(const CellSpec& cell, const std::vector<RankTable>& tables) {
+  double reported = 0.0;
+  bool every_rank_reports = !tables.empty();
+  for (const auto& t : tables) {
+    const double s = t.metric("samples");
+    if (std::isnan(s)) every_rank_reports = false;
+    else reported += s;
+  }
+  if (every_rank_reports) return reported;
+  if (cell.samples > 0) return static_cast<double>(cell.samples);
+  return static_cast<double>(cell.batch_size) * cell.world_size * cell.measured_iterations;
+}
+
+double inference_throughput(const CellSpec& cell, const std::vector<RankTable>& tables,
+                            const std::string& phase) {
+  double slowest_total_s = kNaN;
+  for (const auto& t : tables) {
+    double total_s = 0.0;
+    for (size_t row = t.first_measured_row(); row < t.rows(); ++row) {
+      const double v = t.value(row, phase);
+      if (!std::isnan(v)) total_s += v;
+    }
+    if (std::isnan(slowest_total_s) || total_s > slowest_total_s) slowest_total_s = total_s;
+  }
+  if (std::isnan(slowest_total_s) || slowest_total_s <= 0.0) return kNaN;
+  return inference_samples(cell, tables) / slowest_total_s;
+}
+
+double peak_memory(const std::vector<RankTable>& tables) {
+  for (const char* name : {"peak_allocated_bytes", "peak_rss_bytes"}) {
+    double peak = kNaN;
+    for (const auto& t : tables) {
+      const double v = t.metric(name);
+      if (!std::isnan(v) && (std::isnan(peak) || v > peak)) peak = v;
+    }
+    if (!std::isnan(peak)) return peak;
+  }
+  return kNaN;
+}
+
+bool replicas_in_sync(const std::vector<RankTable>& tables) {
+  if (tables.empty()) return false;
+  const double reference = tables.front().metric("param_checksum");
+  for (const auto& t : tables) {
+    const double v = t.metric("param_checksum");
+    if (std::isnan(v)) return false;
+    const double scale = std::max(std::fabs(v), std::fabs(reference));
+    if (std::fabs(v - reference) > kReplicaChecksumRelTolerance * scale) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> phase_union(const std::vector<RankResult>& ranks) {
+  std::vector<std::string> phases;
+  for (const auto& r : ranks) {
+    for (const auto& p : r.phases) {
+      if (std::find(phases.begin(), phases.end(), p) == phases.end()) phases.push_back(p);
+    }
+  }
+  return phases;
+}
+
+}  // namespace
+
+CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& ranks) {
+  const bool train = cell.mode == Mode::kTrain;
+  std::vector<RankTable> tables;
+  tables.reserve(ranks.size());
+  for (const auto& r : ranks) tables.emplace_back(r);
+
+  CellSummary s;
+  s.metric = train ? "step" : "batch";
+  if (train) {
+    s.time = summarize(slowest_rank_per_row(tables, s.metric));
+    s.throughput_samples_per_s =
+        s.time.median > 0.0 ? static_cast<double>(cell.batch_size) * cell.world_size / s.time.median
+                            : kNaN;
+  } else {
+    s.time = summarize(all_measured_values(tables, s.metric));
+    s.throughput_samples_per_s = inference_throughput(cell, tables, s.metric);
+  }
+  s.samples_per_s_per_worker =
+      cell.world_size > 0 ? s.throughput_samples_per_s / cell.world_size : kNaN;
+  for (const auto& phase : phase_union(ranks)) {
+    s.phase_median_s[phase] = summarize(rank_mean_per_row(tables, phase)).median;
+  }
+  s.peak_memory_bytes = peak_memory(tables);
+  s.valid_enough_iterations = s.time.count >= kMinValidIterations;
+  s.valid_cv = s.time.cv <= kMaxValidCv;  // false for NaN
+  s.valid_replicas_in_sync = train ? replicas_in_sync(tables) : true;
+  s.valid = s.valid_enough_iterations && s.valid_cv && s.valid_replicas_in_sync;
+  return s;
+}
+
+}  // namespace scalebench

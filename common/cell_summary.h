@@ -1,0 +1,50 @@
+// The per-cell `summary` of the results file, computed from the ranks' raw timings.
+// Exactly the definitions of schemas/results-layout.md, section `summary`.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+#include "common/messages.h"
+#include "common/stats.h"
+
+namespace scalebench {
+
+/// Minimum number of measured iterations for `valid_enough_iterations`.
+inline constexpr size_t kMinValidIterations = 5;
+/// Largest coefficient of variation for `valid_cv`.
+inline constexpr double kMaxValidCv = 0.10;
+/// Relative tolerance for `valid_replicas_in_sync` on `param_checksum`.
+inline constexpr double kReplicaChecksumRelTolerance = 1e-6;
+
+/// Values of the `/cells/<id>/summary` attributes. Times in seconds, memory in bytes;
+/// NaN where a value cannot be computed (no measured iteration, no memory metric).
+struct CellSummary {
+  std::string metric;  ///< summarised phase: "step" (train) or "batch" (inference)
+  Summary time;        ///< statistics of the per-iteration time; see the layout doc
+  double throughput_samples_per_s = 0.0;
+  double samples_per_s_per_worker = 0.0;
+  std::map<std::string, double> phase_median_s;  ///< per phase name
+  double peak_memory_bytes = 0.0;
+  bool valid_enough_iterations = false;
+  bool valid_cv = false;
+  bool valid_replicas_in_sync = false;
+  bool valid = false;
+};
+
+/// Summary of one cell. `ranks` are the group's results in group-rank order; rows below a
+/// rank's `warmup_iterations` are excluded. Ranks may have different phase lists (matched
+/// by name) and row counts (inference). Pure; never throws for odd data: missing values
+/// yield NaN and invalid flags.
+///
+/// Train: one iteration's time is the slowest rank's `step` in that iteration;
+/// throughput = batch_size * world_size / median. Inference: all ranks' measured `batch`
+/// times are summarised; throughput = samples / max over ranks of the sum of that rank's
+/// measured batch times, where samples is the sum of the ranks' `samples` metric when
+/// every rank reports one, else cell.samples, else batch_size * world_size *
+/// measured_iterations.
+CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& ranks);
+
+}  // namespace scalebench

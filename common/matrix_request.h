@@ -1,0 +1,115 @@
+// "What the user asked": a matrix file parsed into plain structs, before expansion.
+//
+// Both readers (YAML, CytoDL CSV) produce a MatrixRequest; `expand_matrix` turns it into
+// cells. Every value remembers where it was written, so semantic errors point at the key.
+// See Note [Matrix defaults] for where defaults come from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+#include "common/diagnostics.h"
+#include "common/matrix.h"
+
+namespace scalebench {
+
+// Note [Matrix defaults]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A value not given in the file comes, in this order, from the experiment, the matrix's
+// `defaults` (or `sweep` for the axes), and finally CellSpec's member initialisers in
+// common/cell_spec.h, which are the one place scalar defaults live (warmup 2, iterations
+// 10, seed 0, timeout 600 s, fp32, device auto, ...). The axes default to the single
+// value of that CellSpec default (world size 1, fp32, train); batch sizes have no
+// default and must be given.
+
+/// Absurd-size limits: values above are rejected as typos.
+inline constexpr int64_t kMaxBatchSize = int64_t{1} << 20;
+inline constexpr int64_t kMaxIterations = 1'000'000;
+inline constexpr int64_t kMaxBucketBytes = int64_t{1} << 36;
+inline constexpr int64_t kMaxInputElements = int64_t{1} << 31;
+
+/// A value and where it was written (`where.line == 0` when it was not written).
+template <typename T>
+struct Setting {
+  std::optional<T> value;
+  SourceLocation where;
+};
+
+/// Keys allowed in `defaults`/`sweep` and in each experiment.
+struct SettingsRequest {
+  Setting<std::vector<int64_t>> batch_sizes;
+  Setting<std::vector<int64_t>> world_sizes;
+  Setting<std::vector<Precision>> precisions;
+  Setting<std::vector<Mode>> modes;
+  Setting<int64_t> warmup;
+  Setting<int64_t> iterations;
+  Setting<int64_t> seed;
+  Setting<double> timeout_s;
+  Setting<Device> device;
+  Setting<Backend> backend;
+  Setting<int64_t> bucket_bytes;
+  Setting<int64_t> first_bucket_bytes;
+  Setting<bool> channels_last;
+  Setting<bool> tf32;
+  Setting<int64_t> samples;
+  Setting<std::string> optimizer_name;
+  Setting<double> lr;
+  Setting<double> momentum;
+  Setting<double> weight_decay;
+};
+
+struct ExperimentRequest {
+  SourceLocation where;  ///< the experiment's entry (row, for CSV)
+  std::string name;
+  ModelSpec model;
+  SourceLocation model_where;
+  Setting<std::vector<int64_t>> input_shape;
+  Setting<int64_t> num_classes;
+  DataSpec data;
+  std::string checkpoint;
+  SettingsRequest settings;
+  std::optional<std::string> only_branch;  ///< CSV rows name one branch; YAML: all branches
+};
+
+/// Removes the cells that match every key that is set.
+struct ExcludeRule {
+  SourceLocation where;
+  std::optional<std::string> experiment;
+  std::optional<std::string> branch;
+  std::optional<Mode> mode;
+  std::optional<int64_t> batch_size;
+  std::optional<int64_t> world_size;
+  std::optional<Precision> precision;
+};
+
+struct MatrixRequest {
+  std::string file;  ///< for messages
+  std::string name;
+  std::string repo;
+  std::vector<std::string> branches;
+  std::string scheduling = "exclusive";
+  SettingsRequest defaults;  ///< `defaults` and `sweep`
+  std::vector<ExperimentRequest> experiments;
+  std::vector<ExcludeRule> excludes;
+};
+
+/// Expands `request` into finalized cells (branches x experiments x modes x batch sizes x
+/// world sizes x precisions, minus excludes), checking every semantic rule (models,
+/// shapes, sizes against `limits`, duplicates). Problems go to `diagnostics`; cells are
+/// returned only for what could be resolved.
+std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLimits& limits,
+                                    Diagnostics& diagnostics);
+
+/// Reads a YAML matrix (text already checked for encoding) into a request.
+MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
+                               Diagnostics& diagnostics);
+
+/// Reads a CytoDL train or inference task CSV into a request; sets `format` to
+/// "cytodl-train-csv" or "cytodl-infer-csv".
+MatrixRequest read_cytodl_csv(const std::string& text, const std::string& file, std::string& format,
+                              Diagnostics& diagnostics);
+
+}  // namespace scalebench

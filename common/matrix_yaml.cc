@@ -1,0 +1,325 @@
+// YAML matrix reader: syntax checks, duplicate keys, schema, then typed extraction into a
+// MatrixRequest. See docs/matrix-reference.md for the format.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/matrix_request.h"
+#include "common/matrix_schema.h"
+#include "common/matrix_text.h"
+
+namespace scalebench {
+namespace {
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+/// Adds an error for each key that appears twice in one mapping (yaml-cpp keeps both).
+void check_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& file,
+                          Diagnostics& diagnostics) {
+  if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      const auto [previous, inserted] = seen.emplace(key, entry.first.Mark());
+      if (!inserted) {
+        diagnostics.error(location_of(entry.first, file, child_path(path, key)),
+                          "duplicate key (first written on line " +
+                              std::to_string(previous->second.line + 1) +
+                              "); keep only one of the two");
+      }
+      check_duplicate_keys(entry.second, child_path(path, key), file, diagnostics);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      check_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", file, diagnostics);
+    }
+  }
+}
+
+/// Typed reads of schema-checked nodes. The yaml-cpp schema adapter is weakly typed (it
+/// takes a list where a string is required), so each read still checks the node's kind.
+class Reader {
+ public:
+  Reader(std::string file, Diagnostics& diagnostics)
+      : file_(std::move(file)), diagnostics_(diagnostics) {}
+
+  SourceLocation where(const YAML::Node& node, const std::string& path) const {
+    return location_of(node, file_, path);
+  }
+
+  template <typename T>
+  std::optional<T> scalar(const YAML::Node& node, const std::string& path, const char* expected) {
+    if (!node.IsScalar()) {
+      diagnostics_.error(where(node, path),
+                         std::string("expected ") + expected + ", got " + describe_node(node));
+      return std::nullopt;
+    }
+    try {
+      return node.as<T>();
+    } catch (const YAML::Exception&) {
+      diagnostics_.error(where(node, path),
+                         std::string("expected ") + expected + ", got " + describe_node(node));
+      return std::nullopt;
+    }
+  }
+
+  template <typename T>
+  std::optional<std::vector<T>> list(const YAML::Node& node, const std::string& path,
+                                     const char* expected) {
+    if (!node.IsSequence()) {
+      diagnostics_.error(where(node, path), std::string("expected a list of ") + expected +
+                                                ", got " + describe_node(node));
+      return std::nullopt;
+    }
+    std::vector<T> values;
+    for (size_t i = 0; i < node.size(); ++i) {
+      auto value = scalar<T>(node[i], path + "[" + std::to_string(i) + "]", expected);
+      if (!value) return std::nullopt;
+      if (std::find(values.begin(), values.end(), *value) != values.end()) {
+        diagnostics_.error(where(node[i], path + "[" + std::to_string(i) + "]"),
+                           "repeated value " + describe_node(node[i]) + "; remove the repeat");
+        return std::nullopt;
+      }
+      values.push_back(*value);
+    }
+    return values;
+  }
+
+  /// A list of enum names, parsed with `parse`.
+  template <typename Enum, typename Parse>
+  std::optional<std::vector<Enum>> enum_list(const YAML::Node& node, const std::string& path,
+                                             Parse parse) {
+    auto names = list<std::string>(node, path, "names");
+    if (!names) return std::nullopt;
+    std::vector<Enum> values;
+    for (const auto& name : *names) {
+      const auto value = parse(name);
+      if (!value) return std::nullopt;  // the schema's enum already reported it
+      values.push_back(*value);
+    }
+    return values;
+  }
+
+  template <typename T>
+  void set(Setting<T>& setting, const std::optional<T>& value, const YAML::Node& node,
+           const std::string& path) {
+    if (!value) return;
+    setting.value = value;
+    setting.where = where(node, path);
+  }
+
+  void settings(const YAML::Node& map, const std::string& path, SettingsRequest& out);
+
+ private:
+  std::string file_;
+  Diagnostics& diagnostics_;
+};
+
+void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRequest& out) {
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    const YAML::Node& node = entry.second;
+    const std::string at = child_path(path, key);
+    if (key == "batch_sizes") set(out.batch_sizes, list<int64_t>(node, at, "integers"), node, at);
+    if (key == "world_sizes") set(out.world_sizes, list<int64_t>(node, at, "integers"), node, at);
+    if (key == "precisions")
+      set(out.precisions, enum_list<Precision>(node, at, parse_precision), node, at);
+    if (key == "modes") set(out.modes, enum_list<Mode>(node, at, parse_mode), node, at);
+    if (key == "mode") {
+      const auto mode = scalar<std::string>(node, at, "train or infer");
+      if (mode && parse_mode(*mode))
+        set(out.modes, std::optional(std::vector{*parse_mode(*mode)}), node, at);
+    }
+    if (key == "warmup") set(out.warmup, scalar<int64_t>(node, at, "an integer"), node, at);
+    if (key == "iterations") set(out.iterations, scalar<int64_t>(node, at, "an integer"), node, at);
+    if (key == "seed") set(out.seed, scalar<int64_t>(node, at, "an integer"), node, at);
+    if (key == "timeout_s") set(out.timeout_s, scalar<double>(node, at, "a number"), node, at);
+    if (key == "device") {
+      if (const auto text = scalar<std::string>(node, at, "a device"))
+        set(out.device, parse_device(*text), node, at);
+    }
+    if (key == "backend") {
+      if (const auto text = scalar<std::string>(node, at, "a backend"))
+        set(out.backend, parse_backend(*text), node, at);
+    }
+    if (key == "bucket_bytes")
+      set(out.bucket_bytes, scalar<int64_t>(node, at, "an integer"), node, at);
+    if (key == "first_bucket_bytes")
+      set(out.first_bucket_bytes, scalar<int64_t>(node, at, "an integer"), node, at);
+    if (key == "channels_last")
+      set(out.channels_last, scalar<bool>(node, at, "true or false"), node, at);
+    if (key == "tf32") set(out.tf32, scalar<bool>(node, at, "true or false"), node, at);
+    if (key == "samples") set(out.samples, scalar<int64_t>(node, at, "an integer"), node, at);
+    if (key == "optimizer" && node.IsMap()) {
+      for (const auto& field : node) {
+        const std::string name = field.first.Scalar();
+        const std::string field_at = child_path(at, name);
+        if (name == "name")
+          set(out.optimizer_name, scalar<std::string>(field.second, field_at, "sgd, adam or adamw"),
+              field.second, field_at);
+        if (name == "lr")
+          set(out.lr, scalar<double>(field.second, field_at, "a number"), field.second, field_at);
+        if (name == "momentum")
+          set(out.momentum, scalar<double>(field.second, field_at, "a number"), field.second,
+              field_at);
+        if (name == "weight_decay")
+          set(out.weight_decay, scalar<double>(field.second, field_at, "a number"), field.second,
+              field_at);
+      }
+    }
+  }
+}
+
+ExperimentRequest read_experiment(const YAML::Node& node, const std::string& path, Reader& reader,
+                                  Diagnostics& diagnostics) {
+  ExperimentRequest experiment;
+  experiment.where = reader.where(node, path);
+  reader.settings(node, path, experiment.settings);
+  if (node["mode"] && node["modes"]) {
+    diagnostics.error(reader.where(node["modes"], path + ".modes"),
+                      "both mode and modes are set; keep one of them");
+  }
+  const YAML::Node model = node["model"];
+  experiment.model_where = reader.where(model, path + ".model");
+  if (model.IsMap()) {
+    experiment.model.torchscript =
+        reader.scalar<std::string>(model["torchscript"], path + ".model.torchscript", "a path")
+            .value_or("");
+  } else {
+    experiment.model.zoo =
+        reader.scalar<std::string>(model, path + ".model", "a model name").value_or("");
+  }
+  if (const auto name = node["name"]) {
+    experiment.name = reader.scalar<std::string>(name, path + ".name", "a name").value_or("");
+  } else {
+    const auto& model_spec = experiment.model;
+    experiment.name = !model_spec.zoo.empty()
+                          ? model_spec.zoo
+                          : std::filesystem::path(model_spec.torchscript).stem().string();
+  }
+  if (const auto shape = node["input_shape"]) {
+    if (auto dims = reader.list<int64_t>(shape, path + ".input_shape", "integers");
+        dims && !dims->empty()) {
+      reader.set(experiment.input_shape, dims, shape, path + ".input_shape");
+    }
+  }
+  if (const auto classes = node["num_classes"]) {
+    const auto value = reader.scalar<int64_t>(classes, path + ".num_classes", "an integer");
+    if (value && *value > 0)
+      reader.set(experiment.num_classes, value, classes, path + ".num_classes");
+  }
+  if (const auto data = node["data"]; data && data.IsMap()) {
+    experiment.data.kind = "hdf5";
+    experiment.data.path =
+        reader.scalar<std::string>(data["hdf5"], path + ".data.hdf5", "a path").value_or("");
+    experiment.data.inputs = data["inputs"] ? data["inputs"].Scalar() : "inputs";
+    experiment.data.targets = data["targets"] ? data["targets"].Scalar() : "targets";
+  }
+  if (const auto checkpoint = node["checkpoint"]) {
+    experiment.checkpoint =
+        reader.scalar<std::string>(checkpoint, path + ".checkpoint", "a path").value_or("");
+  }
+  return experiment;
+}
+
+template <typename T, typename Parse>
+std::optional<T> parsed(const YAML::Node& node, Parse parse) {
+  return node && node.IsScalar() ? parse(node.Scalar()) : std::nullopt;
+}
+
+ExcludeRule read_exclude(const YAML::Node& node, const std::string& path, Reader& reader) {
+  ExcludeRule rule;
+  rule.where = reader.where(node, path);
+  if (node["experiment"])
+    rule.experiment =
+        reader.scalar<std::string>(node["experiment"], path + ".experiment", "a name");
+  if (node["branch"])
+    rule.branch = reader.scalar<std::string>(node["branch"], path + ".branch", "a branch");
+  rule.mode = parsed<Mode>(node["mode"], parse_mode);
+  rule.precision = parsed<Precision>(node["precision"], parse_precision);
+  if (node["batch_size"])
+    rule.batch_size =
+        reader.scalar<int64_t>(node["batch_size"], path + ".batch_size", "an integer");
+  if (node["world_size"])
+    rule.world_size =
+        reader.scalar<int64_t>(node["world_size"], path + ".world_size", "an integer");
+  return rule;
+}
+
+void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& request,
+                    Diagnostics& diagnostics) {
+  if (root["name"])
+    request.name = reader.scalar<std::string>(root["name"], "name", "a name").value_or("");
+  if (root["repo"])
+    request.repo = reader.scalar<std::string>(root["repo"], "repo", "a path or URL").value_or("");
+  if (root["scheduling"]) request.scheduling = root["scheduling"].Scalar();
+  if (const auto branches = root["branches"]) {
+    request.branches =
+        reader.list<std::string>(branches, "branches", "refs").value_or(std::vector<std::string>{});
+    if (request.repo.empty()) {
+      diagnostics.error(reader.where(branches, "branches"),
+                        "branches need a repo; add repo: <path or URL>");
+    }
+  } else if (!request.repo.empty()) {
+    diagnostics.error(reader.where(root["repo"], "repo"),
+                      "repo without branches; add branches: [<ref>, ...]");
+  }
+  if (root["defaults"]) reader.settings(root["defaults"], "defaults", request.defaults);
+  if (root["sweep"]) reader.settings(root["sweep"], "sweep", request.defaults);
+}
+
+}  // namespace
+
+MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
+                               Diagnostics& diagnostics) {
+  MatrixRequest request;
+  request.file = file;
+  check_yaml_indentation(text, file, diagnostics);
+  if (diagnostics.has_errors()) return request;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    diagnostics.error({file, e.mark.line + 1, e.mark.column + 1, ""},
+                      "YAML syntax error: " + e.msg + "; fix the YAML syntax here");
+    return request;
+  }
+  if (!root.IsMap()) {
+    diagnostics.error(
+        location_of(root, file, ""),
+        "the top level must be a mapping (key: value) with at least 'experiments'; got " +
+            describe_node(root));
+    return request;
+  }
+  check_duplicate_keys(root, "", file, diagnostics);
+  validate_with_schema(root, "matrix.schema.json", file, diagnostics);
+  if (diagnostics.has_errors()) return request;
+  Reader reader(file, diagnostics);
+  read_top_level(root, reader, request, diagnostics);
+  std::map<std::string, int> names;
+  const YAML::Node experiments = root["experiments"];
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const std::string path = "experiments[" + std::to_string(i) + "]";
+    auto experiment = read_experiment(experiments[i], path, reader, diagnostics);
+    const auto [previous, inserted] = names.emplace(experiment.name, experiment.where.line);
+    if (!inserted) {
+      diagnostics.error(experiment.where, "experiment name '" + experiment.name +
+                                              "' is already used on line " +
+                                              std::to_string(previous->second) +
+                                              "; give each experiment a unique name");
+    }
+    request.experiments.push_back(std::move(experiment));
+  }
+  if (const auto excludes = root["exclude"]) {
+    for (size_t i = 0; i < excludes.size(); ++i) {
+      request.excludes.push_back(
+          read_exclude(excludes[i], "exclude[" + std::to_string(i) + "]", reader));
+    }
+  }
+  return request;
+}
+
+}  // namespace scalebench

@@ -1,0 +1,120 @@
+#include "common/provenance.h"
+
+#include <hdf5.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "common/build_info.h"
+#include "common/cell_spec.h"
+
+namespace scalebench {
+
+const std::vector<std::string> kEnvironmentPrefixes = {"NCCL_", "CUDA_", "OMPI_", "SLURM_",
+                                                       "OMP_",  "TORCH_", "MKL_", "PMIX_"};
+const std::vector<std::string> kEnvironmentNames = {"HOSTNAME"};
+
+namespace {
+
+const std::array<const char*, 7> kSecretMarkers = {"TOKEN", "SECRET", "PASSW", "JWT",
+                                                   "KEY",   "CREDENTIAL", "AUTH"};
+
+bool looks_secret(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return std::any_of(kSecretMarkers.begin(), kSecretMarkers.end(),
+                     [&](const char* marker) { return name.find(marker) != std::string::npos; });
+}
+
+bool allowed(const std::string& name) {
+  const bool listed =
+      std::find(kEnvironmentNames.begin(), kEnvironmentNames.end(), name) !=
+          kEnvironmentNames.end() ||
+      std::any_of(kEnvironmentPrefixes.begin(), kEnvironmentPrefixes.end(),
+                  [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
+  return listed && !looks_secret(name);
+}
+
+std::string mpi_library_version() {
+  std::array<char, MPI_MAX_LIBRARY_VERSION_STRING> buffer{};
+  int length = 0;
+  if (MPI_Get_library_version(buffer.data(), &length) != MPI_SUCCESS) return "";
+  std::string text(buffer.data(), static_cast<size_t>(std::max(0, length)));
+  text = text.substr(0, text.find('\n'));
+  while (!text.empty() && (text.back() == ',' || std::isspace(static_cast<unsigned char>(text.back())))) {
+    text.pop_back();
+  }
+  return text;
+}
+
+std::string hdf5_library_version() {
+  unsigned major = 0;
+  unsigned minor = 0;
+  unsigned release = 0;
+  if (H5get_libversion(&major, &minor, &release) < 0) return "";
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> allowlisted_environment(char** envp) {
+  std::map<std::string, std::string> out;
+  for (char** entry = envp; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) continue;
+    std::string name = text.substr(0, equals);
+    if (allowed(name)) out[std::move(name)] = text.substr(equals + 1);
+  }
+  return out;
+}
+
+std::string matrix_hash(std::vector<std::string> cell_ids) {
+  std::sort(cell_ids.begin(), cell_ids.end());
+  std::string joined;
+  for (size_t i = 0; i < cell_ids.size(); ++i) {
+    if (i > 0) joined += '\n';
+    joined += cell_ids[i];
+  }
+  std::array<char, 17> hex{};
+  std::snprintf(hex.data(), hex.size(), "%016llx",
+                static_cast<unsigned long long>(fnv1a64(joined)));
+  return hex.data();
+}
+
+std::string iso8601_utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::array<char, 32> buffer{};
+  std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer.data();
+}
+
+Provenance collect_provenance(const std::vector<std::string>& argv, const std::string& matrix_path,
+                              const std::string& matrix_text,
+                              const std::vector<std::string>& cell_ids, int mpi_size) {
+  Provenance p;
+  p.tool_version = build_info::kVersion;
+  p.tool_commit = build_info::kGitCommit;
+  p.tool_dirty = build_info::kGitDirty;
+  p.build_type = build_info::kBuildType;
+  p.mpi_version = mpi_library_version();
+  p.hdf5_version = hdf5_library_version();
+  p.mpi_size = mpi_size;
+  p.argv = argv;
+  p.matrix_path = matrix_path;
+  p.matrix_text = matrix_text;
+  p.matrix_hash = matrix_hash(cell_ids);
+  p.environment = allowlisted_environment(environ);
+  p.start_time = iso8601_utc_now();
+  return p;
+}
+
+}  // namespace scalebench

@@ -1,0 +1,63 @@
+// Provenance of a run: everything the root attributes of the results file record about
+// the tool, the libraries, the machines and the input (schemas/results-layout.md, `/`).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace scalebench {
+
+struct Provenance {
+  std::string tool_version;
+  std::string tool_commit;  ///< "" when the build had no git checkout
+  bool tool_dirty = false;
+  std::string build_type;
+  std::string torch_version;  ///< set by the caller that links LibTorch; "" otherwise
+  std::string cuda_version;   ///< set by the caller; "" on a CPU build
+  std::string nccl_version;   ///< set by the caller; "" without NCCL
+  std::string mpi_version;    ///< MPI_Get_library_version, first line
+  std::string hdf5_version;   ///< H5get_libversion, "1.10.8"
+  std::vector<std::string> hosts;  ///< distinct hostnames of the job (set by the caller)
+  std::string devices = "[]";      ///< JSON list of {"rank","host","device"} (set by the caller)
+  int mpi_size = 0;
+  std::vector<std::string> argv;
+  std::string matrix_path;
+  std::string matrix_text;
+  std::string matrix_hash;  ///< see matrix_hash()
+  std::map<std::string, std::string> environment;  ///< allowlisted only
+  std::string start_time;                          ///< ISO 8601 UTC
+};
+
+/// Fills what common/ can know: tool version/commit/dirty/build type (build_info.h), MPI
+/// and HDF5 library versions, the allowlisted environment of this process, the start
+/// time, and the given argv, matrix, hash of `cell_ids` and `mpi_size`. Torch, CUDA,
+/// NCCL versions, hosts and devices are left for the caller. Safe before MPI_Init.
+Provenance collect_provenance(const std::vector<std::string>& argv, const std::string& matrix_path,
+                              const std::string& matrix_text,
+                              const std::vector<std::string>& cell_ids, int mpi_size);
+
+/// Prefixes of environment variables that are recorded, and exact names.
+/// See Note [Environment allowlist].
+extern const std::vector<std::string> kEnvironmentPrefixes;
+extern const std::vector<std::string> kEnvironmentNames;
+
+// Note [Environment allowlist]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Results files are shared, so only variables that change how a benchmark runs are
+// copied into them: names starting with NCCL_, CUDA_, OMPI_, SLURM_, OMP_, TORCH_, MKL_,
+// PMIX_, and HOSTNAME. Even within these, a name containing TOKEN, SECRET, PASSW, JWT,
+// KEY, CREDENTIAL or AUTH (case-insensitive) is dropped: SLURM_JWT is an auth token.
+
+/// The allowlisted subset of `envp` (a NULL-terminated "NAME=value" array like
+/// `environ`). Entries without '=' are ignored.
+std::map<std::string, std::string> allowlisted_environment(char** envp);
+
+/// 16 lowercase hex digits: FNV-1a-64 (fnv1a64 of common/cell_spec.h) of the cell ids
+/// sorted and joined with '\n'. Independent of the order of `cell_ids`.
+std::string matrix_hash(std::vector<std::string> cell_ids);
+
+/// Now as ISO 8601 UTC with seconds: "2024-05-01T12:34:56Z".
+std::string iso8601_utc_now();
+
+}  // namespace scalebench

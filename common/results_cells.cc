@@ -1,0 +1,180 @@
+#include "common/results_cells.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "common/h5_wrappers.h"
+
+namespace scalebench::results {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+/// Upper bound of one `timings` chunk; one chunk holds rows of one rank.
+constexpr hsize_t kTimingChunkBytes = 1 << 20;
+constexpr int kTimingGzipLevel = 4;
+
+std::string model_name(const ModelSpec& model) {
+  return model.torchscript.empty() ? model.zoo : "torchscript:" + model.torchscript;
+}
+
+void write_spec_attributes(hid_t group, const CellSpec& cell) {
+  using h5::write_int64_attribute;
+  using h5::write_string_attribute;
+  write_string_attribute(group, "spec", to_json(cell).dump());
+  write_string_attribute(group, "branch", cell.branch);
+  write_string_attribute(group, "commit", cell.commit);
+  write_string_attribute(group, "experiment", cell.experiment);
+  write_string_attribute(group, "model", model_name(cell.model));
+  write_string_attribute(group, "mode", to_string(cell.mode));
+  write_string_attribute(group, "precision", to_string(cell.precision));
+  write_string_attribute(group, "device", to_string(cell.device));
+  write_string_attribute(group, "backend", to_string(cell.backend));
+  write_int64_attribute(group, "batch_size", cell.batch_size);
+  write_int64_attribute(group, "world_size", cell.world_size);
+  write_int64_attribute(group, "warmup_iterations", cell.warmup_iterations);
+  write_int64_attribute(group, "measured_iterations", cell.measured_iterations);
+  write_int64_attribute(group, "samples", cell.samples);
+  write_int64_attribute(group, "seed", static_cast<int64_t>(cell.seed));
+}
+
+std::vector<std::string> phase_union(const std::vector<RankResult>& ranks) {
+  std::vector<std::string> phases;
+  for (const auto& r : ranks) {
+    for (const auto& p : r.phases) {
+      if (std::find(phases.begin(), phases.end(), p) == phases.end()) phases.push_back(p);
+    }
+  }
+  return phases;
+}
+
+void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResult>& ranks) {
+  const std::vector<std::string> phases = phase_union(ranks);
+  size_t rows = 0;
+  nlohmann::json rows_per_rank = nlohmann::json::array();
+  for (const auto& r : ranks) {
+    rows = std::max(rows, r.iterations());
+    rows_per_rank.push_back(r.iterations());
+  }
+  const hsize_t world = ranks.size();
+  const hsize_t columns = phases.size();
+  std::vector<double> values(world * rows * columns, kNaN);
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    const RankResult& r = ranks[g];
+    for (size_t c = 0; c < r.phases.size(); ++c) {
+      const auto column = static_cast<size_t>(
+          std::find(phases.begin(), phases.end(), r.phases[c]) - phases.begin());
+      for (size_t i = 0; i < r.iterations(); ++i) {
+        values[(g * rows + i) * columns + column] = r.timings_s[i * r.phases.size() + c];
+      }
+    }
+  }
+  std::vector<hsize_t> chunk;
+  if (world * rows * columns > 0) {
+    const hsize_t chunk_rows =
+        std::clamp<hsize_t>(kTimingChunkBytes / (sizeof(double) * columns), 1, rows);
+    chunk = {1, chunk_rows, columns};
+  }
+  const Hdf5Handle dataset = h5::write_double_dataset(group, "timings", {world, rows, columns},
+                                                      values, chunk, kTimingGzipLevel);
+  h5::write_string_attribute(dataset, "phases", nlohmann::json(phases).dump());
+  h5::write_int64_attribute(dataset, "warmup_iterations",
+                            ranks.empty() ? cell.warmup_iterations : ranks.front().warmup_iterations);
+  h5::write_string_attribute(dataset, "iterations_per_rank", rows_per_rank.dump());
+}
+
+void write_rank_metrics(hid_t group, const std::vector<RankResult>& ranks) {
+  std::set<std::string> name_set;
+  for (const auto& r : ranks) {
+    for (const auto& [name, value] : r.metrics) name_set.insert(name);
+  }
+  const std::vector<std::string> names(name_set.begin(), name_set.end());
+  std::vector<double> values(ranks.size() * names.size(), kNaN);
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    for (size_t m = 0; m < names.size(); ++m) {
+      const auto it = ranks[g].metrics.find(names[m]);
+      if (it != ranks[g].metrics.end()) values[g * names.size() + m] = it->second;
+    }
+  }
+  const Hdf5Handle dataset =
+      h5::write_double_dataset(group, "rank_metrics", {ranks.size(), names.size()}, values);
+  h5::write_string_attribute(dataset, "names", nlohmann::json(names).dump());
+}
+
+}  // namespace
+
+Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell) {
+  const Hdf5Handle cells = own_group(HDF5_CHECK(H5Gopen2(file, kCellsGroup, H5P_DEFAULT)));
+  Hdf5Handle group =
+      h5::has_link(cells, cell.cell_id)
+          ? own_group(HDF5_CHECK(H5Gopen2(cells, cell.cell_id.c_str(), H5P_DEFAULT)))
+          : own_group(HDF5_CHECK(
+                H5Gcreate2(cells, cell.cell_id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  write_spec_attributes(group, cell);
+  return group;
+}
+
+void drop_results(hid_t cell_group) {
+  for (const char* name : {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary"}) {
+    h5::delete_link_if_present(cell_group, name);
+  }
+}
+
+void write_status(hid_t cell_group, CellStatus status, const std::string& phase,
+                  const std::string& reason) {
+  h5::write_string_attribute(cell_group, "status", to_string(status));
+  h5::write_string_attribute(cell_group, "failed_phase", phase);
+  h5::write_string_attribute(cell_group, "reason", reason);
+}
+
+void write_rank_datasets(hid_t cell_group, const CellSpec& cell,
+                         const std::vector<RankResult>& ranks) {
+  write_timings(cell_group, cell, ranks);
+  write_rank_metrics(cell_group, ranks);
+  std::vector<std::string> hosts;
+  std::vector<std::string> devices;
+  for (const auto& r : ranks) {
+    hosts.push_back(r.host);
+    devices.push_back(r.device);
+  }
+  h5::write_string_dataset(cell_group, "rank_hosts", hosts);
+  h5::write_string_dataset(cell_group, "rank_devices", devices);
+}
+
+void write_summary(hid_t cell_group, const CellSummary& s) {
+  const Hdf5Handle group = own_group(
+      HDF5_CHECK(H5Gcreate2(cell_group, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  h5::write_string_attribute(group, "metric", s.metric);
+  h5::write_int64_attribute(group, "count", static_cast<int64_t>(s.time.count));
+  const std::vector<std::pair<const char*, double>> values = {
+      {"mean_s", s.time.mean},
+      {"median_s", s.time.median},
+      {"std_s", s.time.std},
+      {"min_s", s.time.min},
+      {"max_s", s.time.max},
+      {"p50_s", s.time.p50},
+      {"p90_s", s.time.p90},
+      {"p95_s", s.time.p95},
+      {"p99_s", s.time.p99},
+      {"cv", s.time.cv},
+      {"throughput_samples_per_s", s.throughput_samples_per_s},
+      {"samples_per_s_per_worker", s.samples_per_s_per_worker},
+      {"peak_memory_bytes", s.peak_memory_bytes},
+  };
+  for (const auto& [name, value] : values) h5::write_double_attribute(group, name, value);
+  for (const auto& [phase, median_s] : s.phase_median_s) {
+    h5::write_double_attribute(group, "phase_median_s_" + phase, median_s);
+  }
+  h5::write_flag_attribute(group, "valid", s.valid);
+  h5::write_flag_attribute(group, "valid_enough_iterations", s.valid_enough_iterations);
+  h5::write_flag_attribute(group, "valid_cv", s.valid_cv);
+  h5::write_flag_attribute(group, "valid_replicas_in_sync", s.valid_replicas_in_sync);
+}
+
+void write_string_if_absent(hid_t cell_group, const std::string& name, const std::string& value) {
+  if (HDF5_CHECK(H5Aexists(cell_group, name.c_str())) == 0) {
+    h5::write_string_attribute(cell_group, name, value);
+  }
+}
+
+}  // namespace scalebench::results

@@ -1,0 +1,41 @@
+// Writing and reading the `/cells/<cell_id>` groups of the results file: the layout of
+// schemas/results-layout.md, section "/cells". Internal to the results store (used by
+// results_store.cc); every function takes an open file id.
+#pragma once
+
+#include <hdf5.h>
+
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+#include "common/cell_summary.h"
+#include "common/hdf5_check.h"
+#include "common/messages.h"
+
+namespace scalebench::results {
+
+/// Name of the group holding the cells.
+inline constexpr const char* kCellsGroup = "cells";
+
+/// Opens `/cells/<id>`, creating it when missing. Always (re)writes the spec attributes.
+Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell);
+
+/// Deletes the cell's datasets and summary (results of an earlier attempt).
+void drop_results(hid_t cell_group);
+
+/// Writes `status`, `failed_phase`, `reason`.
+void write_status(hid_t cell_group, CellStatus status, const std::string& phase,
+                  const std::string& reason);
+
+/// Writes `timings`, `rank_metrics`, `rank_hosts`, `rank_devices` of `ranks` (group order).
+void write_rank_datasets(hid_t cell_group, const CellSpec& cell,
+                         const std::vector<RankResult>& ranks);
+
+/// Writes the `summary` subgroup.
+void write_summary(hid_t cell_group, const CellSummary& summary);
+
+/// Sets a string attribute only when the cell group does not have it yet.
+void write_string_if_absent(hid_t cell_group, const std::string& name, const std::string& value);
+
+}  // namespace scalebench::results

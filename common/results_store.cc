@@ -1,0 +1,297 @@
+#include "common/results_store.h"
+
+#include <system_error>
+#include <utility>
+
+#include "common/durable_file.h"
+#include "common/h5_wrappers.h"
+#include "common/hdf5_check.h"
+#include "common/results_cells.h"
+
+namespace scalebench {
+
+/// The temporary copy that the current batch's mutations go to.
+struct ResultsStore::PendingUpdate {
+  std::filesystem::path temp_path;
+  Hdf5Handle file;
+};
+
+namespace {
+
+Hdf5Handle file_access_plist() {
+  Hdf5Handle access = own_plist(HDF5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
+  // Close every object of the file with it, so H5Fclose really writes and closes.
+  HDF5_CHECK(H5Pset_fclose_degree(access, H5F_CLOSE_STRONG));
+  return access;
+}
+
+Hdf5Handle open_file(const std::filesystem::path& path, unsigned flags) {
+  const Hdf5Handle access = file_access_plist();
+  return own_file(HDF5_CHECK(H5Fopen(path.c_str(), flags, access)));
+}
+
+std::string json_list(const std::vector<std::string>& values) {
+  return nlohmann::json(values).dump();
+}
+
+void write_provenance(hid_t file, const Provenance& p) {
+  using h5::write_string_attribute;
+  write_string_attribute(file, "scalebench_layout_version", kResultsLayoutVersion);
+  write_string_attribute(file, "tool_version", p.tool_version);
+  write_string_attribute(file, "tool_commit", p.tool_commit);
+  h5::write_flag_attribute(file, "tool_dirty", p.tool_dirty);
+  write_string_attribute(file, "build_type", p.build_type);
+  write_string_attribute(file, "torch_version", p.torch_version);
+  write_string_attribute(file, "cuda_version", p.cuda_version);
+  write_string_attribute(file, "nccl_version", p.nccl_version);
+  write_string_attribute(file, "mpi_version", p.mpi_version);
+  write_string_attribute(file, "hdf5_version", p.hdf5_version);
+  write_string_attribute(file, "hosts", json_list(p.hosts));
+  write_string_attribute(file, "devices", p.devices);
+  h5::write_int64_attribute(file, "mpi_size", p.mpi_size);
+  write_string_attribute(file, "argv", json_list(p.argv));
+  write_string_attribute(file, "matrix_path", p.matrix_path);
+  write_string_attribute(file, "matrix_text", p.matrix_text);
+  write_string_attribute(file, "matrix_hash", p.matrix_hash);
+  write_string_attribute(file, "environment", nlohmann::json(p.environment).dump());
+  write_string_attribute(file, "start_time", p.start_time);
+  write_string_attribute(file, "end_time", "");
+  h5::write_int64_attribute(file, "run_count", 1);
+}
+
+/// InputError unless `path` is an existing HDF5 file.
+void require_hdf5_file(const std::filesystem::path& path, const std::string& what_to_do) {
+  if (!std::filesystem::exists(path)) {
+    throw InputError("results file " + path.string() + " does not exist; " + what_to_do);
+  }
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError("results file " + path.string() +
+                     " is not an HDF5 file; pass the .h5 file a scalebench run wrote");
+  }
+}
+
+/// InputError unless the file's layout major version is kResultsLayoutMajor.
+void require_layout_major(hid_t file, const std::filesystem::path& path) {
+  if (HDF5_CHECK(H5Aexists(file, "scalebench_layout_version")) == 0) {
+    throw InputError("results file " + path.string() +
+                     " is not a scalebench results file (no root attribute "
+                     "scalebench_layout_version)");
+  }
+  const std::string version = h5::read_string_attribute(file, "scalebench_layout_version");
+  const std::string major = version.substr(0, version.find('.'));
+  if (major != std::to_string(kResultsLayoutMajor)) {
+    throw InputError("results file " + path.string() + " has layout version " + version +
+                     " which this scalebench cannot read: required " +
+                     std::to_string(kResultsLayoutMajor) + ", found " + major +
+                     "; use the scalebench version that wrote it, or start a new file");
+  }
+}
+
+void require_matrix_hash(hid_t file, const std::filesystem::path& path,
+                         const std::string& expected) {
+  const std::string found = h5::read_string_attribute(file, "matrix_hash");
+  if (found != expected) {
+    throw InputError("cannot resume " + path.string() + ": it was written for another matrix " +
+                     "(matrix_hash " + found + ", the given matrix gives " + expected +
+                     "): cells were added, removed or changed since. Resume with the original "
+                     "matrix, or start a new results file (another -o path, or --force to "
+                     "overwrite this one)");
+  }
+}
+
+/// Runs the mutation protocol of Note [Results durability] around `change`.
+void commit_single_update(const std::filesystem::path& path,
+                          const std::function<void(hid_t)>& change) {
+  const auto temp = durable::temp_sibling(path);
+  try {
+    durable::copy_contents(path, temp);
+    Hdf5Handle file = open_file(temp, H5F_ACC_RDWR);
+    change(file);
+    file.close();
+    durable::commit_replace(temp, path);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    throw;
+  }
+}
+
+}  // namespace
+
+ResultsStore::ResultsStore(std::filesystem::path path) : path_(std::move(path)) {}
+ResultsStore::ResultsStore(ResultsStore&&) noexcept = default;
+ResultsStore& ResultsStore::operator=(ResultsStore&&) noexcept = default;
+ResultsStore::~ResultsStore() = default;
+
+ResultsStore ResultsStore::create(const std::filesystem::path& path, const Provenance& provenance,
+                                  bool force) {
+  silence_hdf5_error_printing();
+  if (std::filesystem::exists(path) && !force) {
+    throw InputError("results file " + path.string() +
+                     " exists; pass --force to overwrite or --resume to continue");
+  }
+  if (!path.parent_path().empty()) std::filesystem::create_directories(path.parent_path());
+  durable::remove_stale_temps(path);
+  const auto temp = durable::temp_sibling(path);
+  try {
+    const Hdf5Handle access = file_access_plist();
+    Hdf5Handle file =
+        own_file(HDF5_CHECK(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access)));
+    write_provenance(file, provenance);
+    own_group(HDF5_CHECK(
+        H5Gcreate2(file, results::kCellsGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+    file.close();
+    durable::commit_replace(temp, path);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    throw;
+  }
+  return ResultsStore(path);
+}
+
+ResultsStore ResultsStore::open_for_resume(const std::filesystem::path& path,
+                                           const std::string& expected_matrix_hash) {
+  silence_hdf5_error_printing();
+  require_hdf5_file(path, "run without --resume to start a new one");
+  {
+    const Hdf5Handle file = open_file(path, H5F_ACC_RDONLY);
+    require_layout_major(file, path);
+    require_matrix_hash(file, path, expected_matrix_hash);
+  }
+  durable::remove_stale_temps(path);
+  ResultsStore store(path);
+  store.mutate([](hid_t file) {
+    h5::write_int64_attribute(file, "run_count", h5::read_int64_attribute(file, "run_count") + 1);
+    h5::write_string_attribute(file, "end_time", "");
+  });
+  return store;
+}
+
+void ResultsStore::mutate(const std::function<void(hid_t)>& change) {
+  silence_hdf5_error_printing();
+  if (pending_) {
+    change(pending_->file);
+  } else {
+    commit_single_update(path_, change);
+  }
+}
+
+void ResultsStore::batch(const std::function<void()>& body) {
+  if (pending_) {
+    body();
+    return;
+  }
+  silence_hdf5_error_printing();
+  pending_ = std::make_unique<PendingUpdate>();
+  pending_->temp_path = durable::temp_sibling(path_);
+  try {
+    durable::copy_contents(path_, pending_->temp_path);
+    pending_->file = open_file(pending_->temp_path, H5F_ACC_RDWR);
+    body();
+    pending_->file.close();
+    durable::commit_replace(pending_->temp_path, path_);
+  } catch (...) {
+    pending_->file = Hdf5Handle();
+    std::error_code ignored;
+    std::filesystem::remove(pending_->temp_path, ignored);
+    pending_.reset();
+    throw;
+  }
+  pending_.reset();
+}
+
+std::map<std::string, StoredCell> ResultsStore::cells() const {
+  silence_hdf5_error_printing();
+  const Hdf5Handle file = open_file(path_, H5F_ACC_RDONLY);
+  const Hdf5Handle group = own_group(HDF5_CHECK(H5Gopen2(file, results::kCellsGroup, H5P_DEFAULT)));
+  std::map<std::string, StoredCell> out;
+  for (const auto& id : h5::link_names(group)) {
+    const Hdf5Handle cell = own_group(HDF5_CHECK(H5Gopen2(group, id.c_str(), H5P_DEFAULT)));
+    StoredCell stored;
+    stored.cell_id = id;
+    const std::string status = h5::read_string_attribute(cell, "status");
+    const auto parsed = parse_cell_status(status);
+    if (!parsed) {
+      throw InputError("results file " + path_.string() + ": cell " + id +
+                       " has unknown status '" + status + "'");
+    }
+    stored.status = *parsed;
+    stored.reason = h5::read_string_attribute(cell, "reason");
+    stored.failed_phase = h5::read_string_attribute(cell, "failed_phase");
+    stored.spec_json = h5::read_string_attribute(cell, "spec");
+    out.emplace(id, std::move(stored));
+  }
+  return out;
+}
+
+void ResultsStore::mark_running(const CellSpec& cell, const std::vector<int>& ranks) {
+  mutate([&](hid_t file) {
+    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    results::drop_results(group);
+    results::write_status(group, CellStatus::kRunning, "", "");
+    h5::write_string_attribute(group, "started_at", iso8601_utc_now());
+    h5::write_string_attribute(group, "finished_at", "");
+    h5::write_string_attribute(group, "ranks", nlohmann::json(ranks).dump());
+  });
+}
+
+void ResultsStore::mark_skipped(const CellSpec& cell, const std::string& reason) {
+  mutate([&](hid_t file) {
+    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    results::drop_results(group);
+    results::write_status(group, CellStatus::kSkipped, "", reason);
+    h5::write_string_attribute(group, "started_at", "");
+    h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
+    h5::write_string_attribute(group, "ranks", "[]");
+  });
+}
+
+void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankResult>& ranks) {
+  if (ranks.empty()) {
+    throw Error("complete_cell(" + cell.cell_id + "): no rank results; use "
+                "finish_cell_without_results for a cell without results");
+  }
+  const CellSummary summary = summarize_cell(cell, ranks);
+  const RankResult* first_failed = nullptr;
+  std::vector<int> world_ranks;
+  for (const auto& r : ranks) {
+    world_ranks.push_back(r.world_rank);
+    if (first_failed == nullptr && r.status != CellStatus::kOk) first_failed = &r;
+  }
+  mutate([&](hid_t file) {
+    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    results::drop_results(group);
+    results::write_rank_datasets(group, cell, ranks);
+    results::write_summary(group, summary);
+    if (first_failed == nullptr) {
+      results::write_status(group, CellStatus::kOk, "", "");
+    } else {
+      results::write_status(group, first_failed->status, first_failed->failed_phase,
+                            first_failed->reason);
+    }
+    results::write_string_if_absent(group, "started_at", "");
+    h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
+    h5::write_string_attribute(group, "ranks", nlohmann::json(world_ranks).dump());
+  });
+}
+
+void ResultsStore::finish_cell_without_results(const CellSpec& cell, CellStatus status,
+                                               const std::string& phase,
+                                               const std::string& reason) {
+  mutate([&](hid_t file) {
+    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    results::drop_results(group);
+    results::write_status(group, status, phase, reason);
+    results::write_string_if_absent(group, "started_at", "");
+    results::write_string_if_absent(group, "ranks", "[]");
+    h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
+  });
+}
+
+void ResultsStore::set_end_time(const std::string& iso_time) {
+  mutate([&](hid_t file) { h5::write_string_attribute(file, "end_time", iso_time); });
+}
+
+}  // namespace scalebench

@@ -1,0 +1,136 @@
+// The HDF5 results file: written only by rank 0, one group per cell, layout versioned
+// and documented in schemas/results-layout.md (implemented here exactly).
+#pragma once
+
+#include <hdf5.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+#include "common/messages.h"
+#include "common/provenance.h"
+
+namespace scalebench {
+
+/// Value of the root attribute `scalebench_layout_version`, and its major part.
+inline constexpr const char* kResultsLayoutVersion = "1.0";
+inline constexpr int kResultsLayoutMajor = 1;
+
+/// What the file says about one cell (enough for --resume to decide skip or retry).
+struct StoredCell {
+  std::string cell_id;
+  CellStatus status = CellStatus::kRunning;
+  std::string reason;
+  std::string failed_phase;
+  std::string spec_json;  ///< the `spec` attribute: to_json(CellSpec).dump()
+};
+
+// Note [Results durability]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Guarantee: the results file on disk is ALWAYS a complete, closed, readable HDF5 file,
+// whatever instant the writing process is SIGKILLed (or the node loses power, given a
+// filesystem that honours fsync), and a cell that a call reported written is never lost.
+//
+// HDF5 1.10 has no journal: a file open for writing is inconsistent on disk until
+// H5Fclose, and a killed writer can leave it unreadable. So the store never keeps the
+// file open. Each mutation (one public call, or every call inside one `batch`):
+//   1. copies the current file to the sibling `<name>.tmp-<pid>` (a reflink where the
+//      filesystem supports FICLONE, else copy_file_range);
+//   2. opens the copy, applies the change, H5Fclose()s it (flushes everything);
+//   3. fsync()s the copy, rename()s it over the original (atomic within a directory),
+//      fsync()s the directory.
+// A kill before step 3's rename leaves the original untouched plus a stale temporary,
+// which the next create/open_for_resume removes (when its pid is no longer running);
+// a kill after it leaves the new file. Readers (h5py, h5dump, `scalebench info`) can
+// open the file at any time during a run and see the last committed state.
+//
+// Cost: O(file size) per mutation (copy + two fsyncs). docs/results-file.md gives the
+// measured figure. Alternatives considered: SWMR (1.10) does not make a killed writer's
+// file safe for metadata changes like new groups; one file per cell would make every
+// reader assemble the run. The copy is cheap relative to a benchmark cell.
+
+/// Rank 0's writer of the results file. Not thread-safe. Movable, not copyable. Every
+/// mutating call is durable when it returns (see Note [Results durability]); failures
+/// throw Hdf5Error or LibraryError("OS") and leave the file as it was before the call.
+class ResultsStore {
+ public:
+  /// New file with the root attributes of `provenance` (layout version, run_count 1,
+  /// end_time "") and an empty `/cells`. Throws InputError "results file X exists; pass
+  /// --force to overwrite or --resume to continue" when it exists and !force. With force
+  /// the old file stays intact until the new one replaces it atomically. Creates missing
+  /// parent directories.
+  static ResultsStore create(const std::filesystem::path& path, const Provenance& provenance,
+                             bool force);
+
+  /// Existing file for --resume. InputError when it does not exist, is not HDF5 or not a
+  /// scalebench file, has another layout major version ("required 1, found N"), or its
+  /// `matrix_hash` differs from `expected_matrix_hash` (the matrix changed). Then
+  /// increments `run_count` and sets `end_time` to "".
+  static ResultsStore open_for_resume(const std::filesystem::path& path,
+                                      const std::string& expected_matrix_hash);
+
+  ResultsStore(ResultsStore&&) noexcept;
+  ResultsStore& operator=(ResultsStore&&) noexcept;
+  ResultsStore(const ResultsStore&) = delete;
+  ResultsStore& operator=(const ResultsStore&) = delete;
+  ~ResultsStore();
+
+  /// Every cell in the file, by cell id (the committed state).
+  [[nodiscard]] std::map<std::string, StoredCell> cells() const;
+
+  /// Dispatched: writes the spec attributes, status `running`, `started_at` = now,
+  /// `ranks` (MPI_COMM_WORLD ranks, group order), and drops results of an earlier run of
+  /// the same cell (a retry on --resume).
+  void mark_running(const CellSpec& cell, const std::vector<int>& ranks);
+
+  /// Not run (e.g. needs more workers than the job has): status `skipped` + `reason`.
+  void mark_skipped(const CellSpec& cell, const std::string& reason);
+
+  /// Results arrived from every rank (`ranks` in group order): writes `timings`,
+  /// `rank_metrics`, `rank_hosts`, `rank_devices`, `summary` (see summarize_cell) and the
+  /// status: ok only when every rank is ok, else the first non-ok rank's status, phase
+  /// and reason. Throws Error for an empty `ranks`.
+  void complete_cell(const CellSpec& cell, const std::vector<RankResult>& ranks);
+
+  /// A cell that ended without results (timeout seen by rank 0, interrupted): status,
+  /// failed_phase, reason and finished_at only; earlier datasets of the cell are dropped.
+  void finish_cell_without_results(const CellSpec& cell, CellStatus status,
+                                   const std::string& phase, const std::string& reason);
+
+  /// Sets the root `end_time` (ISO 8601 UTC).
+  void set_end_time(const std::string& iso_time);
+
+  /// Runs `body`, and commits every mutation it makes as ONE update (one copy, one
+  /// rename): all or nothing. If `body` throws, the file is left as before and the
+  /// exception propagates. Nested calls join the outer batch. cells() inside a batch
+  /// sees the committed state, not the pending one.
+  void batch(const std::function<void()>& body);
+
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  struct PendingUpdate;
+  explicit ResultsStore(std::filesystem::path path);
+  /// Applies `change` to the file (id of the open copy) inside the current batch, or as
+  /// its own update.
+  void mutate(const std::function<void(hid_t file)>& change);
+
+  std::filesystem::path path_;
+  std::unique_ptr<PendingUpdate> pending_;  ///< non-null inside batch()
+};
+
+/// Reads a results file for `scalebench info` and tests. Throws InputError for a missing
+/// file, a non-scalebench file, or another layout major version. Returns
+///   {"path": ..., "layout_version": "1.0",
+///    "provenance": {every root attribute; hosts/devices/argv/environment parsed},
+///    "cells": {"<cell_id>": {every cell attribute; spec and ranks parsed,
+///                            "datasets": [names], "summary": {attributes} or null}}}
+nlohmann::json read_results_overview(const std::filesystem::path& path);
+
+}  // namespace scalebench

@@ -1,0 +1,303 @@
+// Rank 0's loop. See Note [Orchestrator protocol] in orchestrator/orchestrator.h.
+#include "orchestrator/orchestrator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/mpi_comm.h"
+#include "orchestrator/progress.h"
+#include "orchestrator/scheduler.h"
+#include "orchestrator/signals.h"
+
+namespace scalebench {
+
+CellOutcome cell_outcome(const std::vector<RankResult>& results) {
+  for (const auto& result : results) {
+    if (result.status != CellStatus::kOk) {
+      return {result.status, result.failed_phase,
+              "rank " + std::to_string(result.world_rank) + ": " + result.reason};
+    }
+  }
+  return {};
+}
+
+bool should_run_on_resume(std::optional<CellStatus> stored, bool retry_failed) {
+  if (!stored) return true;
+  switch (*stored) {
+    case CellStatus::kOk:
+      return false;
+    case CellStatus::kFailed:
+    case CellStatus::kOom:
+    case CellStatus::kTimeout:
+      return retry_failed;
+    case CellStatus::kRunning:
+    case CellStatus::kInterrupted:
+    case CellStatus::kSkipped:
+      return true;
+  }
+  return true;
+}
+
+std::vector<WorkerHello> collect_hellos(int world_size) {
+  std::vector<WorkerHello> hellos;
+  for (int i = 1; i < world_size; ++i) {
+    const auto message = receive_message(MPI_ANY_SOURCE, Tag::kHello, MPI_COMM_WORLD);
+    auto hello = deserialize_hello(message.bytes);
+    hello.world_rank = message.source;
+    hellos.push_back(std::move(hello));
+  }
+  std::sort(hellos.begin(), hellos.end(),
+            [](const auto& a, const auto& b) { return a.world_rank < b.world_rank; });
+  return hellos;
+}
+
+void shutdown_workers(int world_size) {
+  for (int rank = 1; rank < world_size; ++rank) {
+    send_message({}, rank, Tag::kShutdown, MPI_COMM_WORLD);
+  }
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunningCell {
+  const CellSpec* cell = nullptr;
+  std::vector<int> members;
+  std::vector<std::optional<RankResult>> results;
+  size_t received = 0;
+  Clock::time_point deadline;
+};
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i == 0 ? "" : ",") << ranks[i];
+  return out.str();
+}
+
+bool is_failure(CellStatus status) {
+  return status == CellStatus::kFailed || status == CellStatus::kOom ||
+         status == CellStatus::kTimeout;
+}
+
+/// The loop's state; one instance per run_orchestrator call.
+class Loop {
+ public:
+  Loop(const std::vector<CellSpec>& cells, const std::vector<WorkerHello>& workers,
+       ResultSink& sink, const OrchestratorOptions& options)
+      : cells_(cells),
+        sink_(sink),
+        options_(options),
+        progress_(
+            options.total_cells > 0 ? options.total_cells : cells.size() + options.already_done,
+            options.already_done),
+        workers_(workers) {}
+
+  OrchestratorOutcome run() {
+    auto pending = schedulable(cells_, workers_.size());
+    scheduler_.emplace(slots(workers_), std::move(pending), options_.scheduling);
+    auto sleep = std::chrono::microseconds(50);
+    while (!scheduler_->done() && !outcome_.abort_message) {
+      handle_signals();
+      if (outcome_.abort_message) break;
+      if (!stopping_) dispatch();
+      if (auto message = try_receive_message(MPI_ANY_SOURCE, {Tag::kResult}, MPI_COMM_WORLD)) {
+        handle_result(*message);
+        sleep = std::chrono::microseconds(50);
+        continue;
+      }
+      check_watchdog();
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+    }
+    return outcome_;
+  }
+
+ private:
+  static std::vector<WorkerSlot> slots(const std::vector<WorkerHello>& workers) {
+    std::vector<WorkerSlot> result;
+    for (const auto& w : workers) result.push_back({w.world_rank, w.host, w.local_index});
+    return result;
+  }
+
+  /// Records unschedulable and duplicate cells; returns the rest as the pending queue.
+  std::vector<PendingCell> schedulable(const std::vector<CellSpec>& cells, size_t worker_count) {
+    std::vector<PendingCell> pending;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const auto& cell = cells[i];
+      if (!seen.insert(cell.cell_id).second) {
+        SB_LOG(warning) << "cell " << cell.cell_id << " (" << cell_label(cell)
+                        << ") appears twice in the matrix; it runs once";
+        continue;
+      }
+      if (auto reason = unschedulable_reason(cell.world_size, static_cast<int>(worker_count))) {
+        SB_LOG(warning) << "skipping " << cell_label(cell) << ": " << *reason;
+        sink_.mark_skipped(cell, *reason);
+        finished(cell, CellStatus::kSkipped);
+        continue;
+      }
+      pending.push_back({i, cell.world_size});
+    }
+    return pending;
+  }
+
+  void finished(const CellSpec& cell, CellStatus status) {
+    ++outcome_.counts[status];
+    progress_.cell_finished(status);
+    SB_LOG(info) << progress_.line() << "  " << cell_label(cell) << ": " << to_string(status);
+    if (options_.fail_fast && is_failure(status) && !stopping_) {
+      SB_LOG(warning) << "--fail-fast: " << cell_label(cell) << " is " << to_string(status)
+                      << "; no further cells are started";
+      stop();
+    }
+  }
+
+  void stop() {
+    stopping_ = true;
+    if (scheduler_) outcome_.not_started += scheduler_->drop_pending().size();
+  }
+
+  void handle_signals() {
+    const int signals = StopSignalHandler::count();
+    if (signals > 0 && !stopping_) {
+      SB_LOG(warning) << "signal " << StopSignalHandler::last_signal()
+                      << " received: no new cells are started; waiting for " << running_.size()
+                      << " running cell(s) (a second signal interrupts them)";
+      outcome_.interrupted = true;
+      stop();
+    }
+    if (signals > 1 && !running_.empty()) {
+      for (auto& [id, running] : running_) {
+        sink_.finish_without_results(
+            *running.cell, CellStatus::kInterrupted, "",
+            "stopped by signal " + std::to_string(StopSignalHandler::last_signal()));
+        ++outcome_.counts[CellStatus::kInterrupted];
+      }
+      outcome_.abort_message =
+          "second stop signal: running cells recorded as interrupted; "
+          "rerun with --resume to finish them";
+      outcome_.abort_status = 3;
+    }
+  }
+
+  void dispatch() {
+    for (const auto& d : scheduler_->take_dispatches()) {
+      const CellSpec& cell = cells_[d.index];
+      sink_.mark_running(cell, d.members);
+      const Assignment assignment{cell, d.members, {}};
+      const auto bytes = serialize(assignment);
+      for (const int rank : d.members) send_message(bytes, rank, Tag::kAssign, MPI_COMM_WORLD);
+      RunningCell running;
+      running.cell = &cell;
+      running.members = d.members;
+      running.results.resize(d.members.size());
+      const double limit_s = cell.timeout_s + options_.watchdog_grace_s;
+      running.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(std::max(limit_s, 0.0)));
+      SB_LOG(info) << "start " << cell_label(cell) << " [" << cell.cell_id << "] on ranks "
+                   << join_ranks(d.members);
+      running_.emplace(cell.cell_id, std::move(running));
+    }
+  }
+
+  void handle_result(const ReceivedMessage& message) {
+    RankResult result = deserialize_result(message.bytes);
+    const auto it = running_.find(result.cell_id);
+    if (it == running_.end()) {
+      SB_LOG(warning) << "ignoring a result for cell " << result.cell_id << " from rank "
+                      << message.source << ": the cell is not running";
+      return;
+    }
+    RunningCell& running = it->second;
+    const auto slot = std::find(running.members.begin(), running.members.end(), message.source);
+    if (slot == running.members.end()) {
+      SB_LOG(warning) << "ignoring a result from rank " << message.source
+                      << ", not a member of cell " << result.cell_id;
+      return;
+    }
+    result.world_rank = message.source;
+    result.group_rank = static_cast<int>(slot - running.members.begin());
+    if (result.metrics.contains("fatal")) {
+      const std::string reason = "rank " + std::to_string(message.source) + ": " + result.reason;
+      sink_.finish_without_results(*running.cell, CellStatus::kFailed, result.failed_phase, reason);
+      ++outcome_.counts[CellStatus::kFailed];
+      outcome_.abort_message = "fatal error in cell " + cell_label(*running.cell) + " (" + reason +
+                               "); the job cannot go on. Finished cells are saved; rerun with "
+                               "--resume";
+      return;
+    }
+    auto& stored = running.results[static_cast<size_t>(result.group_rank)];
+    if (!stored) ++running.received;
+    stored = std::move(result);
+    if (running.received == running.members.size()) complete(it);
+  }
+
+  void complete(std::map<std::string, RunningCell>::iterator it) {
+    RunningCell& running = it->second;
+    std::vector<RankResult> results;
+    for (auto& result : running.results) results.push_back(std::move(*result));
+    const CellOutcome cell_result = cell_outcome(results);
+    if (cell_result.status == CellStatus::kOk) {
+      sink_.complete(*running.cell, results);
+    } else {
+      SB_LOG(warning) << cell_label(*running.cell) << " " << to_string(cell_result.status)
+                      << " in phase '" << cell_result.failed_phase << "': " << cell_result.reason;
+      sink_.finish_without_results(*running.cell, cell_result.status, cell_result.failed_phase,
+                                   cell_result.reason);
+    }
+    const CellSpec& cell = *running.cell;
+    scheduler_->release(running.members);
+    running_.erase(it);
+    finished(cell, cell_result.status);
+  }
+
+  void check_watchdog() {
+    const auto now = Clock::now();
+    for (auto& [id, running] : running_) {
+      if (now < running.deadline) continue;
+      std::vector<int> silent;
+      for (size_t i = 0; i < running.members.size(); ++i) {
+        if (!running.results[i]) silent.push_back(running.members[i]);
+      }
+      const std::string reason =
+          "no result within timeout_s=" + std::to_string(running.cell->timeout_s) +
+          " (+ watchdog grace " + std::to_string(options_.watchdog_grace_s) + " s) from ranks " +
+          join_ranks(silent);
+      sink_.finish_without_results(*running.cell, CellStatus::kTimeout, "", reason);
+      ++outcome_.counts[CellStatus::kTimeout];
+      outcome_.abort_message = "cell " + cell_label(*running.cell) + " [" + id +
+                               "] timed out: " + reason +
+                               ". A hung MPI collective cannot be cancelled, so the job ends "
+                               "here; the cell is recorded as timeout. Rerun with --resume to "
+                               "run the remaining cells";
+      return;
+    }
+  }
+
+  const std::vector<CellSpec>& cells_;
+  ResultSink& sink_;
+  OrchestratorOptions options_;
+  Progress progress_;
+  const std::vector<WorkerHello>& workers_;
+  std::optional<Scheduler> scheduler_;
+  std::map<std::string, RunningCell> running_;
+  bool stopping_ = false;
+  OrchestratorOutcome outcome_;
+};
+
+}  // namespace
+
+OrchestratorOutcome run_orchestrator(const std::vector<CellSpec>& cells,
+                                     const std::vector<WorkerHello>& workers, ResultSink& sink,
+                                     const OrchestratorOptions& options) {
+  Loop loop(cells, workers, sink, options);
+  return loop.run();
+}
+
+}  // namespace scalebench

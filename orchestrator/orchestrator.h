@@ -1,0 +1,109 @@
+// Rank 0 of `scalebench run`: schedules cells onto worker groups and records results.
+//
+// Note [Orchestrator protocol]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// All messages travel on MPI_COMM_WORLD with the typed tags of common/messages.h; the
+// payloads are MessagePack (size probed by the receiver).
+//
+//   1. Every rank calls discover_worker_context() (collective: node split).
+//   2. Each worker sends one Tag::kHello (WorkerHello: host, local index, device) to
+//      rank 0, which waits for all of them before it schedules anything (groups prefer
+//      one node, see Note [Scheduling]).
+//   3. Rank 0 broadcasts a go/no-go int (0 = go, else the exit status every rank
+//      returns: bad input is found before any cell runs).
+//   4. For each dispatched cell rank 0 first marks it `running` in the results file
+//      (flushed), then sends Tag::kAssign (Assignment: spec + members) to every member.
+//   5. The members, and only they, call MPI_Comm_create_group with tag
+//      group_creation_tag(members) = 1000 + first member: groups alive at the same time
+//      are disjoint, so their tags differ, and the tags never collide with the message
+//      tags (100..103). The group communicator is handed to CellRunner::run.
+//   6. Each member sends its RankResult (Tag::kResult) to rank 0. When all members of a
+//      cell have reported, rank 0 writes the cell (complete, flushed) and frees the group.
+//   7. At the end rank 0 sends Tag::kShutdown (empty) to every worker, then every rank
+//      takes part in one MPI_Bcast of the exit status, so mpirun's status is rank 0's.
+//
+// Rank 0 never blocks on a receive: its loop polls for results (MPI_Iprobe), the stop
+// signal flag (Note [Stop signals]) and the per-cell watchdog. A cell with no complete
+// result `timeout_s + watchdog_grace_s` after dispatch is recorded as `timeout`
+// (flushed) and the job ends (MPI_Abort, status 4): a hung collective on the CPU/MPI
+// path cannot be cancelled. A RankResult with metric `fatal` (FatalError on a worker)
+// records the cell as failed and ends the job the same way.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+#include "common/messages.h"
+#include "orchestrator/run_options.h"
+
+namespace scalebench {
+
+/// Where rank 0 records cells. The results store in production, memory in tests. Each
+/// call must leave the record durable before it returns.
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual void mark_running(const CellSpec& cell, const std::vector<int>& ranks) = 0;
+  virtual void mark_skipped(const CellSpec& cell, const std::string& reason) = 0;
+  /// All ranks reported; `results` in group-rank order. The cell's status follows from
+  /// the ranks' statuses (see cell_outcome).
+  virtual void complete(const CellSpec& cell, const std::vector<RankResult>& results) = 0;
+  /// No (complete) results: timeout seen by the watchdog, interrupted, fatal.
+  virtual void finish_without_results(const CellSpec& cell, CellStatus status,
+                                      const std::string& phase, const std::string& reason) = 0;
+};
+
+/// A cell's status, phase and reason from its ranks' results: ok when every rank is ok;
+/// else the first non-ok rank in group-rank order, its reason prefixed by "rank <world
+/// rank>: ". Pure.
+struct CellOutcome {
+  CellStatus status = CellStatus::kOk;
+  std::string failed_phase;
+  std::string reason;
+};
+CellOutcome cell_outcome(const std::vector<RankResult>& results);
+
+/// What a resume does with a cell whose stored status is `stored` (nullopt: not in the
+/// file): true = run it. ok: no; failed/oom/timeout: only with retry_failed;
+/// running/interrupted/skipped or absent: yes. Pure.
+bool should_run_on_resume(std::optional<CellStatus> stored, bool retry_failed);
+
+/// Rank 0: receives one WorkerHello from each of ranks 1..world_size-1, by world rank.
+std::vector<WorkerHello> collect_hellos(int world_size);
+
+/// Rank 0: Tag::kShutdown to ranks 1..world_size-1.
+void shutdown_workers(int world_size);
+
+struct OrchestratorOptions {
+  SchedulingMode scheduling = SchedulingMode::kExclusive;
+  bool fail_fast = false;
+  double watchdog_grace_s = 5.0;
+  /// Cells of the matrix already final in the results file (resume), for progress only.
+  size_t already_done = 0;
+  /// Cells of the whole matrix (progress total); 0 = cells.size() + already_done.
+  size_t total_cells = 0;
+};
+
+/// How the loop ended.
+struct OrchestratorOutcome {
+  std::map<CellStatus, size_t> counts;  ///< final statuses of the cells this run touched
+  bool interrupted = false;             ///< a stop signal or --fail-fast left cells not run
+  size_t not_started = 0;               ///< cells left pending (stop or fail-fast)
+  /// Set when the job must end now with MPI_Abort (watchdog timeout, fatal worker error,
+  /// second stop signal): workers may be stuck in a collective and cannot be shut down.
+  std::optional<std::string> abort_message;
+  int abort_status = 4;
+};
+
+/// Rank 0's loop: runs `cells` on `workers` per Note [Orchestrator protocol], recording
+/// every cell through `sink` (cells too big for the job are recorded `skipped`). Does
+/// not send Tag::kShutdown (the caller does, unless abort_message is set). Reacts to
+/// StopSignalHandler's counter, which the caller installs.
+OrchestratorOutcome run_orchestrator(const std::vector<CellSpec>& cells,
+                                     const std::vector<WorkerHello>& workers, ResultSink& sink,
+                                     const OrchestratorOptions& options);
+
+}  // namespace scalebench

@@ -1,0 +1,60 @@
+// Options of `scalebench run` and the worker-side dependencies injected by main().
+//
+// Every option of the run command is defined here once, with its default; the CLI
+// (command_run.cc) only fills this struct. See docs/user-guide.md#scalebench-run.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+
+namespace scalebench {
+
+class CellRunner;
+
+/// How cells share the workers. See Note [Scheduling] in orchestrator/scheduler.h.
+enum class SchedulingMode {
+  kExclusive,  ///< one cell at a time on the whole allocation (clean numbers; default)
+  kPacked,     ///< as many cells at once as free workers allow (fast sweeps)
+};
+
+std::string to_string(SchedulingMode mode);
+/// "exclusive" / "packed"; std::nullopt for anything else.
+std::optional<SchedulingMode> parse_scheduling_mode(const std::string& text);
+
+/// What `scalebench run` was asked to do (the user's request, before any file is read).
+struct RunOptions {
+  std::filesystem::path matrix_path;
+  std::filesystem::path output_path;  ///< -o/--output (required)
+  bool force = false;                 ///< --force: replace an existing results file
+  bool resume = false;        ///< --resume: continue an existing file (or create it if absent)
+  bool retry_failed = false;  ///< --retry-failed: with --resume, re-run failed/oom/timeout cells
+  bool fail_fast = false;     ///< --fail-fast: stop dispatching after the first non-ok cell
+  std::optional<SchedulingMode> scheduling;  ///< --scheduling; nullopt = the matrix's setting
+  std::filesystem::path log_dir;             ///< --log-dir; empty = "<output>.logs"
+  Verbosity verbosity = Verbosity::kNormal;  ///< --verbose / --quiet (rank 0's console)
+  /// Slack the rank-0 watchdog adds to a cell's timeout_s before it declares the cell hung
+  /// (worker-side timeouts fire first; this is the backstop). --watchdog-grace.
+  double watchdog_grace_s = 5.0;
+  std::vector<std::string> argv;  ///< the full command line (provenance)
+
+  /// log_dir, or "<output>.logs" when it is empty.
+  [[nodiscard]] std::filesystem::path effective_log_dir() const;
+};
+
+/// What the Torch-free orchestrator library needs from the worker library, injected by
+/// main() (orchestrator/main.cc) or by tests (a fake runner).
+struct WorkerFactory {
+  /// Makes this rank's CellRunner (called once per worker rank, after MPI_Init).
+  std::function<std::unique_ptr<CellRunner>()> make_runner;
+  /// Library versions for provenance: keys "torch", "cuda", "nccl" (values "" when unused).
+  std::function<std::map<std::string, std::string>()> library_versions;
+};
+
+}  // namespace scalebench

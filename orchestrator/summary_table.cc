@@ -1,0 +1,160 @@
+#include "orchestrator/summary_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace scalebench {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// A JSON value that may be stored as JSON text (HDF5 string attributes) or as JSON.
+nlohmann::json as_json(const nlohmann::json& value) {
+  if (value.is_string()) {
+    try {
+      return nlohmann::json::parse(value.get<std::string>());
+    } catch (const nlohmann::json::exception&) {
+      return value;
+    }
+  }
+  return value;
+}
+
+std::string text_of(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || object.at(key).is_null()) return "";
+  const auto& value = object.at(key);
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+double number_of(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return kNaN;
+  const auto& value = object.at(key);
+  return value.is_number() ? value.get<double>() : kNaN;
+}
+
+SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
+  SummaryRow row;
+  const nlohmann::json spec = as_json(cell.value("spec", nlohmann::json::object()));
+  row.cell_id = id.empty() ? text_of(cell, "cell_id") : id;
+  row.branch = text_of(spec, "branch");
+  row.experiment = text_of(spec, "experiment");
+  row.mode = text_of(spec, "mode");
+  row.batch_size = spec.is_object() ? spec.value("batch_size", 0LL) : 0;
+  row.world_size = spec.is_object() ? spec.value("world_size", 0LL) : 0;
+  row.status = text_of(cell, "status");
+  row.reason = text_of(cell, "reason");
+  row.median_s = kNaN;
+  row.throughput_samples_per_s = kNaN;
+  const auto summary = as_json(cell.value("summary", nlohmann::json()));
+  if (summary.is_object() && !summary.empty()) {
+    row.metric = text_of(summary, "metric");
+    row.median_s = number_of(summary, "median_s");
+    row.throughput_samples_per_s = number_of(summary, "throughput_samples_per_s");
+    if (summary.contains("valid")) {
+      const auto& valid = summary.at("valid");
+      row.valid = valid.is_boolean() ? valid.get<bool>() : (valid.is_number() && valid != 0);
+    }
+  }
+  return row;
+}
+
+std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+}  // namespace
+
+std::vector<SummaryRow> summary_rows(const nlohmann::json& overview) {
+  std::vector<SummaryRow> rows;
+  const auto cells = overview.value("cells", nlohmann::json::object());
+  if (cells.is_object()) {
+    for (const auto& [id, cell] : cells.items()) rows.push_back(row_of(id, cell));
+  } else if (cells.is_array()) {
+    for (const auto& cell : cells) rows.push_back(row_of("", cell));
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.cell_id < b.cell_id; });
+  return rows;
+}
+
+std::map<std::string, size_t> status_counts(const std::vector<SummaryRow>& rows) {
+  std::map<std::string, size_t> counts;
+  for (const auto& row : rows) ++counts[row.status];
+  return counts;
+}
+
+std::string format_summary_table(const std::vector<SummaryRow>& rows) {
+  const std::vector<std::string> header{"branch", "experiment", "mode",    "batch", "world",
+                                        "metric", "median",     "samples", "valid", "status"};
+  const std::vector<std::string> units{"", "", "", "", "", "", "(ms)", "(/s)", "", ""};
+  std::vector<std::vector<std::string>> table;
+  for (const auto& row : rows) {
+    table.push_back({row.branch.empty() ? "-" : row.branch, row.experiment, row.mode,
+                     std::to_string(row.batch_size), std::to_string(row.world_size),
+                     row.metric.empty() ? "-" : row.metric, fixed(row.median_s * 1e3, 3),
+                     fixed(row.throughput_samples_per_s, 1),
+                     row.valid ? (*row.valid ? "1" : "0") : "-", row.status});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = std::max(header[c].size(), units[c].size());
+    for (const auto& line : table) width[c] = std::max(width[c], line[c].size());
+  }
+  std::ostringstream out;
+  auto print = [&](const std::vector<std::string>& cells, const char* lead) {
+    out << lead;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      out << std::string(width[c] - cells[c].size() + 2, ' ') << cells[c];
+    }
+    out << "\n";
+  };
+  print(header, "#");
+  print(units, "#");
+  for (const auto& line : table) print(line, " ");
+  out << "# Cells: " << rows.size();
+  for (const auto& [status, count] : status_counts(rows)) out << ", " << count << " " << status;
+  out << "\n";
+  for (const auto& row : rows) {
+    if (row.status != "ok" && !row.reason.empty()) {
+      out << "#  " << row.cell_id << " " << row.status << ": " << row.reason << "\n";
+    }
+  }
+  return out.str();
+}
+
+nlohmann::json info_json(const std::string& file, const nlohmann::json& overview) {
+  const auto rows = summary_rows(overview);
+  nlohmann::json counts = nlohmann::json::object();
+  for (const auto& [status, count] : status_counts(rows)) counts[status] = count;
+  nlohmann::json cells = nlohmann::json::array();
+  const auto stored = overview.value("cells", nlohmann::json::object());
+  for (const auto& row : rows) {
+    nlohmann::json source = nlohmann::json::object();
+    if (stored.is_object() && stored.contains(row.cell_id)) {
+      source = stored.at(row.cell_id);
+    } else if (stored.is_array()) {
+      for (const auto& cell : stored) {
+        if (text_of(cell, "cell_id") == row.cell_id) source = cell;
+      }
+    }
+    nlohmann::json summary = as_json(source.value("summary", nlohmann::json()));
+    cells.push_back({{"cell_id", row.cell_id},
+                     {"status", row.status},
+                     {"failed_phase", text_of(source, "failed_phase")},
+                     {"reason", row.reason},
+                     {"spec", as_json(source.value("spec", nlohmann::json::object()))},
+                     {"summary", summary.is_object() ? summary : nlohmann::json(nullptr)}});
+  }
+  return {{"file", file},
+          {"provenance", overview.value("provenance", nlohmann::json::object())},
+          {"counts", counts},
+          {"cells", cells}};
+}
+
+}  // namespace scalebench

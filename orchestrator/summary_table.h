@@ -1,0 +1,46 @@
+// The end-of-run table (in the style of nccl-tests' output) and the view of a results
+// file that `scalebench info` prints. Both are built from read_results_overview().
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace scalebench {
+
+/// One line of the table: a cell and its summary. Times in seconds; NaN = not measured.
+struct SummaryRow {
+  std::string cell_id;
+  std::string branch;
+  std::string experiment;
+  std::string mode;
+  long long batch_size = 0;
+  long long world_size = 0;
+  std::string metric;  ///< "step" (train) or "batch" (infer); "" without a summary
+  double median_s = 0.0;
+  double throughput_samples_per_s = 0.0;
+  std::optional<bool> valid;  ///< nullopt without a summary
+  std::string status;
+  std::string reason;
+};
+
+/// Rows of the cells of an overview (read_results_overview), in cell-id order. Missing
+/// summaries give NaN times and no validity.
+std::vector<SummaryRow> summary_rows(const nlohmann::json& overview);
+
+/// Number of cells per status ("ok", "failed", ...).
+std::map<std::string, size_t> status_counts(const std::vector<SummaryRow>& rows);
+
+/// The nccl-tests style table: '#' header lines, right-aligned columns (branch,
+/// experiment, mode, batch, world, metric, median time in ms, samples/s, valid,
+/// status), one line per cell, then a '#' footer with the status counts and, for
+/// non-ok cells, their reasons. Pure.
+std::string format_summary_table(const std::vector<SummaryRow>& rows);
+
+/// The stable JSON of `scalebench info --format json` (see docs/user-guide.md):
+/// {"file", "provenance", "counts", "cells": [...]}. Pure.
+nlohmann::json info_json(const std::string& file, const nlohmann::json& overview);
+
+}  // namespace scalebench

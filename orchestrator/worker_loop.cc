@@ -1,0 +1,130 @@
+#include "orchestrator/worker_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/mpi_comm.h"
+
+namespace scalebench {
+namespace {
+
+constexpr int kGroupTagBase = 1000;
+
+/// Blocks (politely) until rank 0 sends any message; returns its tag and size.
+MPI_Status wait_for_message_from_orchestrator() {
+  auto sleep = std::chrono::microseconds(50);
+  for (;;) {
+    int flag = 0;
+    MPI_Status status{};
+    MPI_CHECK(MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status));
+    if (flag != 0) return status;
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(2000));
+  }
+}
+
+RankResult failed_result(const Assignment& assignment, const WorkerContext& context,
+                         const std::string& phase, const std::string& reason) {
+  RankResult result;
+  result.status = CellStatus::kFailed;
+  result.failed_phase = phase;
+  result.reason = reason;
+  result.cell_id = assignment.cell.cell_id;
+  result.world_rank = context.world_rank;
+  result.host = context.host;
+  return result;
+}
+
+RankResult run_assignment(CellRunner& runner, const Assignment& assignment,
+                          const WorkerContext& context) {
+  const auto position =
+      std::find(assignment.members.begin(), assignment.members.end(), context.world_rank) -
+      assignment.members.begin();
+  CellLogScope log_scope(assignment.cell.cell_id);
+  SB_LOG(info) << "cell " << cell_label(assignment.cell) << " as group rank " << position << " of "
+               << assignment.members.size();
+  RankResult result;
+  try {
+    const Communicator group =
+        create_group_communicator(assignment.members, group_creation_tag(assignment.members));
+    result = runner.run(assignment, group.get(), context);
+  } catch (const FatalError& e) {
+    SB_LOG(error) << "fatal error in cell: " << e.what();
+    result = failed_result(assignment, context, "fatal", e.what());
+    result.metrics["fatal"] = 1.0;
+  } catch (const CellError& e) {
+    result = failed_result(assignment, context, e.phase(), e.what());
+    if (dynamic_cast<const OutOfMemoryError*>(&e) != nullptr) result.status = CellStatus::kOom;
+  } catch (const std::exception& e) {
+    result = failed_result(assignment, context, "worker", e.what());
+  }
+  result.cell_id = assignment.cell.cell_id;
+  result.group_rank = static_cast<int>(position);
+  result.world_rank = context.world_rank;
+  if (result.host.empty()) result.host = context.host;
+  SB_LOG(info) << "cell finished: " << to_string(result.status)
+               << (result.reason.empty() ? "" : ": " + result.reason);
+  return result;
+}
+
+}  // namespace
+
+int group_creation_tag(const std::vector<int>& members) {
+  return kGroupTagBase + (members.empty() ? 0 : members.front());
+}
+
+WorkerContext discover_worker_context() {
+  WorkerContext context;
+  context.world_rank = world_rank();
+  context.host = hostname();
+  context.node_cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const Communicator node = split_shared_node(MPI_COMM_WORLD);
+  std::vector<int> node_ranks(static_cast<size_t>(node.size()));
+  MPI_CHECK(
+      MPI_Allgather(&context.world_rank, 1, MPI_INT, node_ranks.data(), 1, MPI_INT, node.get()));
+  context.local_index = 0;
+  context.local_workers = 0;
+  for (const int rank : node_ranks) {
+    if (rank == 0) continue;
+    ++context.local_workers;
+    if (rank < context.world_rank) ++context.local_index;
+  }
+  context.local_workers = std::max(context.local_workers, 1);
+  return context;
+}
+
+void send_hello(const WorkerContext& context, CellRunner& runner) {
+  WorkerHello hello;
+  hello.world_rank = context.world_rank;
+  hello.host = context.host;
+  hello.local_index = context.local_index;
+  hello.device = runner.device_name(context);
+  send_message(serialize(hello), 0, Tag::kHello, MPI_COMM_WORLD);
+}
+
+int run_worker_loop(CellRunner& runner, const WorkerContext& context) {
+  int cells = 0;
+  for (;;) {
+    const MPI_Status status = wait_for_message_from_orchestrator();
+    const auto tag = static_cast<Tag>(status.MPI_TAG);
+    const auto message = receive_message(0, tag, MPI_COMM_WORLD);
+    if (tag == Tag::kShutdown) {
+      SB_LOG(debug) << "shutdown after " << cells << " cells";
+      return cells;
+    }
+    if (tag != Tag::kAssign) {
+      throw FatalError("worker " + std::to_string(context.world_rank) +
+                       " received an unexpected message (tag " + std::to_string(status.MPI_TAG) +
+                       ") from rank 0; the ranks run different scalebench versions?");
+    }
+    const Assignment assignment = deserialize_assignment(message.bytes);
+    const RankResult result = run_assignment(runner, assignment, context);
+    send_message(serialize(result), 0, Tag::kResult, MPI_COMM_WORLD);
+    ++cells;
+  }
+}
+
+}  // namespace scalebench

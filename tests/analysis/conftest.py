@@ -1,0 +1,66 @@
+"""Fixtures of the analysis tests.
+
+`results_file`: the file under test. SCALEBENCH_RESULTS_FILE names a file from a real
+`scalebench run` when set (the test driver sets it); otherwise a synthetic file is written
+by make_results.py, which follows schemas/results-layout.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import make_results  # noqa: E402
+import rawdata  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def synthetic() -> bool:
+    """True when the tests run on the synthetic file (its planted features can be checked)."""
+    return not os.environ.get("SCALEBENCH_RESULTS_FILE")
+
+
+@pytest.fixture(scope="session")
+def results_file(tmp_path_factory) -> str:
+    given = os.environ.get("SCALEBENCH_RESULTS_FILE")
+    if given:
+        if not os.path.isfile(given):
+            pytest.fail(f"SCALEBENCH_RESULTS_FILE={given} is not a file")
+        return given
+    return make_results.write_results(tmp_path_factory.mktemp("results") / "synthetic.h5")
+
+
+@pytest.fixture(scope="session")
+def raw(results_file) -> rawdata.RawFile:
+    """The file read with h5py only, for recomputing every checked number."""
+    return rawdata.read(results_file)
+
+
+def run_cli(*args: str, check_rc: int | None = None, subprocess_run: bool = False):
+    """Runs the CLI with ARGS and returns (returncode, stdout, stderr) as a
+    CompletedProcess. In-process (cli.main) unless `subprocess_run`, which starts
+    `python -m scalebench_analysis` (slower: a fresh interpreter imports pandas and scipy)."""
+    if subprocess_run:
+        done = subprocess.run([sys.executable, "-m", "scalebench_analysis", *args],
+                              capture_output=True, text=True, timeout=120)
+    else:
+        from scalebench_analysis.cli import main
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(list(args))
+            except SystemExit as stop:  # argparse usage errors
+                rc = stop.code
+        done = subprocess.CompletedProcess(args, rc, out.getvalue(), err.getvalue())
+    if check_rc is not None:
+        assert done.returncode == check_rc, (done.returncode, done.stdout, done.stderr)
+    return done

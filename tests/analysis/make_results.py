@@ -1,0 +1,266 @@
+"""A writer of synthetic scalebench results files that follows schemas/results-layout.md.
+
+Used when no real results file is given (SCALEBENCH_RESULTS_FILE unset). It writes the
+layout exactly as the C++ writer does: root provenance attributes, one group per cell
+with the spec copies, status, timings (rank x iteration x phase, NaN-padded), per-rank
+metrics, hosts and devices, and the `summary` subgroup computed from the timings with
+the rules of the layout document. Timings are drawn from a seeded numpy RNG.
+
+The synthetic matrix: branches main and feature (feature ~15% faster), train and infer,
+per-rank batch 16 and 32, world sizes 1 and 2, plus a bf16 setting, an oom, a failed and
+a skipped cell, one straggler rank, one noisy cell and one cell with warm-up drift.
+
+Run as a script to write a file: python make_results.py out.h5
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import h5py
+import numpy as np
+
+LAYOUT_VERSION = "1.0"
+TRAIN_PHASES = ["data", "h2d", "forward", "backward", "comm_wait", "optimizer", "step"]
+INFER_PHASES = ["load", "h2d", "forward", "d2h", "batch"]
+RANK_METRICS = ["final_loss", "param_checksum", "model_init_s", "first_iteration_s",
+                "peak_rss_bytes", "parameter_count", "samples", "loop_wall_s"]
+WARMUP = 2
+MEASURED = 20
+
+
+def fnv1a64(text: str) -> int:
+    value = 0xCBF29CE484222325
+    for byte in text.encode("utf-8"):
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def make_spec(branch, mode, batch, world, precision="fp32", samples=0):
+    spec = {
+        "branch": branch, "commit": {"main": "a" * 40, "feature": "b" * 40}[branch],
+        "experiment": "mlp-" + mode, "model": {"zoo": "mlp", "torchscript": ""},
+        "input_shape": [64], "num_classes": 10, "mode": mode,
+        "optimizer": {"name": "sgd", "lr": 0.01, "momentum": 0.0, "weight_decay": 0.0},
+        "data": {"kind": "synthetic", "path": "", "inputs": "", "targets": ""},
+        "checkpoint": "", "batch_size": batch, "world_size": world, "precision": precision,
+        "channels_last": False, "tf32": False, "device": "cpu", "backend": "mpi",
+        "bucket_bytes": 25 * 1024 * 1024, "first_bucket_bytes": 1024 * 1024,
+        "warmup_iterations": WARMUP, "measured_iterations": MEASURED, "samples": samples,
+        "seed": 7, "timeout_s": 600.0,
+    }
+    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    spec["source"] = "quickstart.yaml:3"
+    spec["cell_id"] = f"{fnv1a64(canonical):016x}"
+    return spec
+
+
+def _noise(rng, shape, sigma):
+    return rng.lognormal(mean=0.0, sigma=sigma, size=shape)
+
+
+def train_timings(rng, batch, world, per_sample_s, sigma=0.02, straggler=None, drift=0.0):
+    """(world, WARMUP+MEASURED, phases) seconds of a DDP step; the slowest rank's compute
+    sets everyone's step: faster ranks wait in comm_wait."""
+    iterations = WARMUP + MEASURED
+    compute = (0.002 + batch * per_sample_s) * _noise(rng, (world, iterations), sigma)
+    compute[:, :WARMUP] *= 3.0
+    compute *= np.linspace(1.0 + drift, 1.0, iterations)[None, :]
+    if straggler is not None:
+        compute[straggler] *= 1.3
+    comm = np.zeros_like(compute) if world == 1 else 0.004 * _noise(rng, compute.shape, 0.05)
+    wait = comm + (compute.max(axis=0, keepdims=True) - compute)
+    shares = {"data": 0.05, "h2d": 0.05, "forward": 0.3, "backward": 0.5, "optimizer": 0.1}
+    out = np.empty((world, iterations, len(TRAIN_PHASES)))
+    for i, name in enumerate(TRAIN_PHASES[:-1]):
+        out[:, :, i] = wait if name == "comm_wait" else compute * shares[name]
+    out[:, :, -1] = out[:, :, :-1].sum(axis=2)
+    return out
+
+
+def infer_timings(rng, batch, world, per_sample_s, sigma=0.03, drift=0.0):
+    """Sharded inference: rank r runs MEASURED - r batches (uneven shards), NaN padded."""
+    iterations = WARMUP + MEASURED
+    batch_s = (0.001 + batch * per_sample_s) * _noise(rng, (world, iterations), sigma)
+    batch_s[:, :WARMUP] *= 2.0
+    batch_s *= np.linspace(1.0 + drift, 1.0, iterations)[None, :]
+    shares = [0.1, 0.1, 0.7, 0.1]
+    out = np.empty((world, iterations, len(INFER_PHASES)))
+    for i, share in enumerate(shares):
+        out[:, :, i] = batch_s * share
+    out[:, :, -1] = out[:, :, :-1].sum(axis=2)
+    counts = [iterations - r for r in range(world)]
+    for r, count in enumerate(counts):
+        out[r, count:, :] = np.nan
+    return out, counts
+
+
+def summary_of(timings, phases, warmup, mode, batch, world, samples, rank_metrics, names):
+    """The `summary` attributes, computed exactly as schemas/results-layout.md says."""
+    measured = timings[:, warmup:, :]
+    metric = "step" if mode == "train" else "batch"
+    main = measured[:, :, phases.index(metric)]
+    if mode == "train":
+        values = np.nanmax(main, axis=0)
+        values = values[np.isfinite(values)]
+    else:
+        values = main[np.isfinite(main)]
+    mean, std = float(np.mean(values)), float(np.std(values, ddof=1))
+    p = np.percentile(values, [50, 90, 95, 99])
+    if mode == "train":
+        throughput = batch * world / float(np.median(values))
+    else:
+        throughput = samples / float(np.max(np.nansum(main, axis=1)))
+    out = {
+        "metric": metric, "count": float(values.size), "mean_s": mean,
+        "median_s": float(np.median(values)), "std_s": std, "min_s": float(values.min()),
+        "max_s": float(values.max()), "p50_s": p[0], "p90_s": p[1], "p95_s": p[2],
+        "p99_s": p[3], "cv": std / mean, "throughput_samples_per_s": throughput,
+        "samples_per_s_per_worker": throughput / world,
+    }
+    for i, name in enumerate(phases):
+        out[f"phase_median_s_{name}"] = float(np.nanmedian(np.nanmean(measured[:, :, i], axis=0)))
+    memory = "peak_allocated_bytes" if "peak_allocated_bytes" in names else "peak_rss_bytes"
+    out["peak_memory_bytes"] = (float(np.nanmax(rank_metrics[:, names.index(memory)]))
+                                if memory in names else float("nan"))
+    checksums = (rank_metrics[:, names.index("param_checksum")] if "param_checksum" in names
+                 else np.zeros(1))
+    in_sync = mode != "train" or bool(
+        np.all(np.abs(checksums - checksums[0]) <= 1e-6 * np.abs(checksums[0])))
+    flags = {"valid_enough_iterations": values.size >= 5, "valid_cv": std / mean <= 0.10,
+             "valid_replicas_in_sync": in_sync}
+    out.update({k: np.int8(v) for k, v in flags.items()})
+    out["valid"] = np.int8(all(flags.values()))
+    return out
+
+
+def write_summary(group: h5py.Group) -> None:
+    """(Re)writes `group/summary` from the group's timings and rank_metrics."""
+    timings = group["timings"][()]
+    phases = json.loads(group["timings"].attrs["phases"])
+    names = json.loads(group["rank_metrics"].attrs["names"])
+    a = group.attrs
+    summary = summary_of(timings, phases, int(group["timings"].attrs["warmup_iterations"]),
+                         a["mode"], int(a["batch_size"]), int(a["world_size"]),
+                         int(a["samples"]), group["rank_metrics"][()], names)
+    if "summary" in group:
+        del group["summary"]
+    sub = group.create_group("summary")
+    for key, value in summary.items():
+        sub.attrs[key] = value if isinstance(value, (str, np.int8)) else np.float64(value)
+
+
+def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
+    g = cells.create_group(spec["cell_id"])
+    g.attrs["spec"] = json.dumps(spec)
+    for key in ("branch", "commit", "experiment", "mode", "precision", "device", "backend"):
+        g.attrs[key] = spec[key]
+    g.attrs["model"] = spec["model"]["zoo"]
+    for key in ("batch_size", "world_size", "warmup_iterations", "measured_iterations",
+                "samples", "seed"):
+        g.attrs[key] = np.int64(spec[key])
+    g.attrs["status"] = status
+    g.attrs["failed_phase"] = "" if status in ("ok", "skipped", "running") else "forward"
+    g.attrs["reason"] = reason
+    g.attrs["started_at"] = "" if status == "skipped" else "2026-01-01T00:00:00Z"
+    g.attrs["finished_at"] = "" if status in ("skipped", "running") else "2026-01-01T00:01:00Z"
+    world = spec["world_size"]
+    g.attrs["ranks"] = json.dumps(list(range(1, world + 1)))
+    if timings is None:
+        return
+    phases = TRAIN_PHASES if spec["mode"] == "train" else INFER_PHASES
+    d = g.create_dataset("timings", data=timings, chunks=True, compression="gzip")
+    d.attrs["phases"] = json.dumps(phases)
+    d.attrs["warmup_iterations"] = np.int64(WARMUP)
+    d.attrs["iterations_per_rank"] = json.dumps(counts)
+    metrics = np.full((world, len(RANK_METRICS)), np.nan)
+    metrics[:, 0] = 2.3 + rng.normal(0, 0.01)
+    metrics[:, 1] = 1234.5678
+    metrics[:, 2] = 0.05
+    metrics[:, 3] = timings[:, 0, -1]
+    metrics[:, 4] = 2.0e8 + spec["batch_size"] * 1.0e6 + np.arange(world) * 1.0e6
+    metrics[:, 5] = 50_000
+    metrics[:, 6] = [spec["batch_size"] * (c - WARMUP) for c in counts]
+    metrics[:, 7] = np.nansum(timings[:, WARMUP:, -1], axis=1)
+    if spec["mode"] == "infer":
+        metrics[:, 0] = np.nan
+    m = g.create_dataset("rank_metrics", data=metrics)
+    m.attrs["names"] = json.dumps(RANK_METRICS)
+    g.create_dataset("rank_hosts", data=[f"node{r // 2}" for r in range(world)],
+                     dtype=h5py.string_dtype("utf-8"))
+    g.create_dataset("rank_devices", data=["cpu"] * world, dtype=h5py.string_dtype("utf-8"))
+    write_summary(g)
+
+
+def _root_attrs(f, path):
+    a = f.attrs
+    a["scalebench_layout_version"] = LAYOUT_VERSION
+    a["tool_version"], a["tool_commit"], a["tool_dirty"] = "0.1.0", "c" * 40, np.int8(0)
+    a["build_type"] = "Release"
+    for lib, ver in (("torch", "2.5.1"), ("cuda", ""), ("nccl", ""), ("mpi", "Open MPI 4.1"),
+                     ("hdf5", "1.14.0")):
+        a[f"{lib}_version"] = ver
+    a["hosts"] = json.dumps(["node0"])
+    a["devices"] = json.dumps([{"rank": r, "host": "node0", "device": "cpu"} for r in (1, 2)])
+    a["mpi_size"] = np.int64(3)
+    a["argv"] = json.dumps(["scalebench", "run", "quickstart.yaml", "-o", str(path)])
+    a["matrix_path"] = "quickstart.yaml"
+    a["matrix_text"] = "# synthetic matrix written by tests/analysis/make_results.py\n"
+    a["environment"] = json.dumps({"OMP_NUM_THREADS": "1"})
+    a["start_time"], a["end_time"] = "2026-01-01T00:00:00Z", "2026-01-01T00:30:00Z"
+    a["run_count"] = np.int64(1)
+
+
+def write_results(path, seed: int = 20240601) -> str:
+    """Writes the synthetic results file to `path` and returns `path` as str."""
+    rng = np.random.default_rng(seed)
+    per_sample = {"main": 0.0010, "feature": 0.00085}
+    specs = []
+    with h5py.File(path, "w") as f:
+        _root_attrs(f, path)
+        cells = f.create_group("cells")
+        for branch in ("main", "feature"):
+            for world in (1, 2):
+                for batch in (16, 32):
+                    spec = make_spec(branch, "train", batch, world)
+                    noisy = branch == "feature" and batch == 32 and world == 1
+                    straggler = 1 if (branch == "main" and batch == 16 and world == 2) else None
+                    t = train_timings(rng, batch, world, per_sample[branch],
+                                      sigma=0.25 if noisy else 0.02, straggler=straggler)
+                    _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED] * world)
+                    specs.append(spec)
+                    samples = batch * sum(MEASURED - r for r in range(world))
+                    spec = make_spec(branch, "infer", batch, world, samples=samples)
+                    if branch == "feature" and batch == 32 and world == 2:
+                        _write_cell(cells, spec, "failed", rng, reason="forward: shape mismatch")
+                        continue
+                    drift = 0.3 if (branch == "main" and batch == 16 and world == 1) else 0.0
+                    t, counts = infer_timings(rng, batch, world, per_sample[branch] / 3,
+                                              drift=drift)
+                    _write_cell(cells, spec, "ok", rng, t, counts)
+        for batch in (16, 32):
+            spec = make_spec("main", "train", batch, 1, precision="bf16")
+            t = train_timings(rng, batch, 1, per_sample["main"] / 1.4)
+            _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED])
+        _write_cell(cells, make_spec("main", "train", 64, 1), "oom", rng,
+                    reason="CUDA out of memory. Tried to allocate 2.00 GiB")
+        _write_cell(cells, make_spec("feature", "train", 64, 1), "skipped", rng)
+    return str(path)
+
+
+def copy_with_slowdown(src, dst, cell_id: str, factor: float) -> str:
+    """Copies `src` to `dst` and multiplies every timing of `cell_id` by `factor`
+    (summary recomputed), leaving every other cell byte-for-byte identical."""
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        group = f["cells"][cell_id]
+        data = group["timings"][()] * factor
+        group["timings"][...] = data
+        write_summary(group)
+    return str(dst)
+
+
+if __name__ == "__main__":
+    print(write_results(sys.argv[1] if len(sys.argv) > 1 else "synthetic_results.h5"))

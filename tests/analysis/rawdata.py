@@ -1,0 +1,97 @@
+"""Independent reading of a results file (h5py + numpy only, no scalebench_analysis code),
+used by the tests to recompute every number they check, following
+schemas/results-layout.md."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import h5py
+import numpy as np
+
+
+@dataclass
+class RawCell:
+    cell_id: str
+    attrs: dict
+    spec: dict
+    timings: np.ndarray | None  # (ranks, iterations, phases)
+    phases: list
+    warmup: int
+    rank_metrics: dict  # name -> (ranks,) values
+
+    def replicas_in_sync(self) -> bool:
+        """train: every rank's param_checksum equal (relative 1e-6); inference: True."""
+        checksums = self.rank_metrics.get("param_checksum")
+        if self.mode != "train" or checksums is None:
+            return True
+        return bool(np.all(np.abs(checksums - checksums[0]) <= 1e-6 * abs(checksums[0])))
+
+    @property
+    def mode(self) -> str:
+        return self.attrs["mode"]
+
+    @property
+    def ok(self) -> bool:
+        return self.attrs["status"] == "ok" and self.timings is not None
+
+    def phase(self, name: str) -> np.ndarray:
+        """(ranks, measured iterations) seconds of one phase."""
+        return self.timings[:, self.warmup:, self.phases.index(name)]
+
+    def samples(self) -> np.ndarray:
+        """train: slowest rank's step per measured iteration; infer: every batch time."""
+        if self.mode == "train":
+            step = self.phase("step")
+            step = step[:, np.isfinite(step).any(axis=0)]
+            return np.nanmax(step, axis=0)
+        batch = self.phase("batch")
+        return batch[np.isfinite(batch)]
+
+    def throughput(self) -> float:
+        """The layout's definition, recomputed from the timings."""
+        batch, world = int(self.attrs["batch_size"]), int(self.attrs["world_size"])
+        if self.mode == "train":
+            return batch * world / float(np.median(self.samples()))
+        samples = int(self.attrs["samples"])
+        return samples / float(np.max(np.nansum(self.phase("batch"), axis=1)))
+
+    def key(self, *drop: str) -> str:
+        spec = {k: v for k, v in self.spec.items() if k not in drop + ("cell_id", "source")}
+        return json.dumps(spec, sort_keys=True)
+
+
+@dataclass
+class RawFile:
+    path: str
+    root: dict
+    cells: dict
+
+    def ok_cells(self) -> list:
+        return [c for c in self.cells.values() if c.ok]
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def read(path) -> RawFile:
+    cells = {}
+    with h5py.File(path, "r") as f:
+        root = {k: _text(v) for k, v in f.attrs.items()}
+        for cell_id, group in f["cells"].items():
+            attrs = {k: _text(v) for k, v in group.attrs.items()}
+            timings, phases, warmup = None, [], 0
+            if "timings" in group:
+                timings = group["timings"][()]
+                phases = json.loads(_text(group["timings"].attrs["phases"]))
+                warmup = int(group["timings"].attrs["warmup_iterations"])
+            metrics = {}
+            if "rank_metrics" in group:
+                names = json.loads(_text(group["rank_metrics"].attrs["names"]))
+                values = group["rank_metrics"][()]
+                metrics = {name: values[:, i] for i, name in enumerate(names)}
+            cells[cell_id] = RawCell(cell_id, attrs, json.loads(attrs["spec"]), timings, phases,
+                                     warmup, metrics)
+    return RawFile(str(path), root, cells)

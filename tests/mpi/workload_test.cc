@@ -1,0 +1,172 @@
+// The TorchCellRunner on a real group communicator (run under mpiexec -n 2 and -n 3):
+// sharded inference equals one process, training timings add up, replicas stay in sync,
+// and failures, timeouts and CUDA requests are agreed by the whole group.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <torch/cuda.h>
+
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+#include "common/mpi_comm.h"
+#include "worker/torch_cell_runner.h"
+
+namespace scalebench {
+namespace {
+
+WorkerContext context_for(MPI_Comm group) {
+  WorkerContext context;
+  context.world_rank = world_rank();
+  context.host = "test";
+  MPI_Comm_rank(group, &context.local_index);
+  MPI_Comm_size(group, &context.local_workers);
+  context.node_cores = static_cast<int>(std::thread::hardware_concurrency());
+  return context;
+}
+
+RankResult run_cell(CellSpec cell, MPI_Comm group) {
+  MPI_Comm_size(group, &cell.world_size);
+  cell = finalize_cell_id(cell);
+  std::vector<int> members(static_cast<size_t>(cell.world_size));
+  std::iota(members.begin(), members.end(), 0);
+  return make_torch_cell_runner()->run(Assignment{cell, members, ""}, group, context_for(group));
+}
+
+double group_sum(double value) {
+  double sum = 0.0;
+  MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return sum;
+}
+
+CellSpec inference_cell(const std::string& model, std::vector<int64_t> shape) {
+  CellSpec cell;
+  cell.experiment = "infer-" + model;
+  cell.model.zoo = model;
+  cell.input_shape = std::move(shape);
+  cell.mode = Mode::kInfer;
+  cell.device = Device::kCpu;
+  cell.batch_size = 4;
+  cell.samples = 11;
+  cell.warmup_iterations = 1;
+  cell.seed = 5;
+  return cell;
+}
+
+TEST(WorkloadMpi, ShardedInferenceChecksumEqualsOneProcess) {
+  for (const auto& [model, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"mlp", {}}, {"resnet18", {3, 32, 32}}, {"transformer", {16}}}) {
+    SCOPED_TRACE(model);
+    const CellSpec cell = inference_cell(model, shape);
+    const RankResult single = run_cell(cell, MPI_COMM_SELF);
+    ASSERT_EQ(single.status, CellStatus::kOk) << single.reason;
+    const RankResult shard = run_cell(cell, MPI_COMM_WORLD);
+    ASSERT_EQ(shard.status, CellStatus::kOk) << shard.reason;
+    EXPECT_EQ(group_sum(shard.metrics.at("samples")), 11.0);
+    const double reference = single.metrics.at("output_checksum");
+    EXPECT_GT(reference, 0.0);
+    EXPECT_NEAR(group_sum(shard.metrics.at("output_checksum")), reference, 1e-6 * reference);
+    // Batches of this rank's shard after the warm-up batch; phases in the documented order.
+    EXPECT_EQ(shard.phases, (std::vector<std::string>{"load", "h2d", "forward", "d2h", "batch"}));
+    EXPECT_EQ(shard.warmup_iterations, 1);
+    const auto shard_samples = static_cast<int64_t>(shard.metrics.at("samples"));
+    EXPECT_EQ(static_cast<int64_t>(shard.iterations()), 1 + (shard_samples + 3) / 4);
+  }
+}
+
+CellSpec training_cell() {
+  CellSpec cell;
+  cell.experiment = "train-mlp";
+  cell.model.zoo = "mlp";
+  cell.mode = Mode::kTrain;
+  cell.device = Device::kCpu;
+  cell.batch_size = 128;
+  cell.warmup_iterations = 2;
+  cell.measured_iterations = 10;
+  cell.optimizer = {"sgd", 0.05, 0.9, 0.0};
+  cell.seed = 3;
+  return cell;
+}
+
+TEST(WorkloadMpi, TrainingTimingsAddUpAndReplicasStayInSync) {
+  const RankResult result = run_cell(training_cell(), MPI_COMM_WORLD);
+  ASSERT_EQ(result.status, CellStatus::kOk) << result.failed_phase << ": " << result.reason;
+  const std::vector<std::string> phases = {"data",      "h2d",       "forward", "backward",
+                                           "comm_wait", "optimizer", "step"};
+  ASSERT_EQ(result.phases, phases);
+  ASSERT_EQ(result.iterations(), 12u);
+  EXPECT_EQ(result.warmup_iterations, 2);
+  double steps = 0.0;
+  for (size_t row = 2; row < 12; ++row) {
+    const double* times = &result.timings_s[row * phases.size()];
+    const double inside = std::accumulate(times, times + phases.size() - 1, 0.0);
+    const double step = times[phases.size() - 1];
+    EXPECT_LE(inside, step * (1 + 1e-9));
+    EXPECT_NEAR(inside, step, 0.05 * step) << "row " << row;
+    steps += step;
+  }
+  const double wall = result.metrics.at("loop_wall_s");
+  EXPECT_NEAR(steps, wall, 0.02 * wall);
+  EXPECT_TRUE(std::isfinite(result.metrics.at("final_loss")));
+  EXPECT_EQ(result.metrics.at("parameter_count"), 784 * 512 + 512 + 512 * 512 + 512 + 5130);
+  EXPECT_GT(result.metrics.at("peak_rss_bytes"), 0.0);
+  double checksum = result.metrics.at("param_checksum"), lowest = 0.0, highest = 0.0;
+  MPI_Allreduce(&checksum, &lowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&checksum, &highest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_NEAR(lowest, highest, 1e-9 * std::abs(highest)) << "replicas diverged";
+}
+
+TEST(WorkloadMpi, ARankFailingAtInitDoesNotHangTheGroup) {
+  CellSpec cell = training_cell();
+  if (world_rank() == 1) cell.optimizer.name = "lamb";  // only rank 1 cannot build its optimizer
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  EXPECT_EQ(result.status, CellStatus::kFailed);
+  if (world_rank() == 1) {
+    EXPECT_EQ(result.failed_phase, "model_init");
+    EXPECT_NE(result.reason.find("lamb"), std::string::npos) << result.reason;
+  } else {
+    EXPECT_EQ(result.failed_phase, "group");
+    EXPECT_NE(result.reason.find("group rank 1"), std::string::npos) << result.reason;
+  }
+}
+
+TEST(WorkloadMpi, TimeoutStopsEveryTrainingRankAtTheSameIteration) {
+  CellSpec cell = training_cell();
+  cell.timeout_s = 0.0;
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  EXPECT_EQ(result.status, CellStatus::kTimeout) << result.reason;
+  const double rows = static_cast<double>(result.iterations());
+  EXPECT_GE(rows, 1.0);
+  EXPECT_LT(rows, 12.0);
+  EXPECT_EQ(group_sum(rows), rows * world_size());
+}
+
+TEST(WorkloadMpi, UnusableRequestsFailWithAReason) {
+  CellSpec cell = training_cell();
+  cell.precision = Precision::kFp16;
+  RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  EXPECT_EQ(result.status, CellStatus::kFailed);
+  EXPECT_NE(result.reason.find("bf16"), std::string::npos) << result.reason;
+  if (torch::cuda::is_available()) return;  // the CUDA request below would succeed
+  cell = training_cell();
+  cell.device = Device::kCuda;
+  result = run_cell(cell, MPI_COMM_WORLD);
+  EXPECT_EQ(result.status, CellStatus::kFailed);
+  EXPECT_EQ(result.failed_phase, "device");
+  EXPECT_NE(result.reason.find("no CUDA GPU"), std::string::npos) << result.reason;
+}
+
+TEST(WorkloadMpi, GpuTrainingWithNccl) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
+  if (static_cast<int>(torch::cuda::device_count()) < world_size()) {
+    GTEST_SKIP() << "fewer GPUs than ranks";
+  }
+  CellSpec cell = training_cell();
+  cell.device = Device::kCuda;
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(result.status, CellStatus::kOk) << result.reason;
+  EXPECT_GT(result.metrics.at("peak_allocated_bytes"), 0.0);
+}
+
+}  // namespace
+}  // namespace scalebench

@@ -1,0 +1,148 @@
+// summarize_cell on hand-built RankResults with known answers.
+#include "common/cell_summary.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace scalebench {
+namespace {
+
+/// A rank whose table has `phases` columns and one row per entry of `rows`.
+RankResult make_rank(int group_rank, const std::vector<std::string>& phases, int warmup,
+                     const std::vector<std::vector<double>>& rows,
+                     std::map<std::string, double> metrics = {}) {
+  RankResult r;
+  r.group_rank = group_rank;
+  r.world_rank = group_rank + 1;
+  r.phases = phases;
+  r.warmup_iterations = warmup;
+  for (const auto& row : rows) r.timings_s.insert(r.timings_s.end(), row.begin(), row.end());
+  r.metrics = std::move(metrics);
+  return r;
+}
+
+CellSpec train_cell(int world_size, int64_t batch) {
+  CellSpec cell;
+  cell.mode = Mode::kTrain;
+  cell.world_size = world_size;
+  cell.batch_size = batch;
+  cell.warmup_iterations = 1;
+  cell.measured_iterations = 5;
+  return cell;
+}
+
+const std::vector<std::string> kTrainPhases = {"forward", "step"};
+
+TEST(CellSummary, TrainUsesSlowestRankPerIterationAndSkipsWarmup) {
+  // Warm-up row (10 s) must be ignored. Per measured iteration, max over ranks of step:
+  //   it1: max(1.0, 1.1) = 1.1; it2: max(1.2, 1.0) = 1.2; it3: 1.0; it4: 1.05; it5: 1.1
+  const auto r0 = make_rank(0, kTrainPhases, 1,
+                            {{9.0, 10.0}, {0.4, 1.0}, {0.6, 1.2}, {0.4, 1.0}, {0.5, 1.05}, {0.4, 1.1}},
+                            {{"param_checksum", 123.456}, {"peak_allocated_bytes", 100.0}});
+  const auto r1 = make_rank(1, kTrainPhases, 1,
+                            {{9.0, 10.0}, {0.6, 1.1}, {0.4, 1.0}, {0.2, 0.9}, {0.5, 1.0}, {0.4, 1.1}},
+                            {{"param_checksum", 123.456}, {"peak_allocated_bytes", 300.0}});
+  const CellSummary s = summarize_cell(train_cell(2, 8), {r0, r1});
+  EXPECT_EQ("step", s.metric);
+  EXPECT_EQ(5u, s.time.count);
+  EXPECT_NEAR(1.1, s.time.median, 1e-12);       // sorted: 1.0 1.05 1.1 1.1 1.2
+  EXPECT_NEAR(1.09, s.time.mean, 1e-12);
+  EXPECT_NEAR(1.0, s.time.min, 1e-12);
+  EXPECT_NEAR(1.2, s.time.max, 1e-12);
+  EXPECT_NEAR(8.0 * 2 / 1.1, s.throughput_samples_per_s, 1e-9);
+  EXPECT_NEAR(8.0 / 1.1, s.samples_per_s_per_worker, 1e-9);
+  // forward rank-means per iteration: 0.5 0.5 0.3 0.5 0.4 -> median 0.5
+  EXPECT_NEAR(0.5, s.phase_median_s.at("forward"), 1e-12);
+  EXPECT_NEAR(1.05, s.phase_median_s.at("step"), 1e-12);  // means 1.05 1.1 .95 1.025 1.1
+  EXPECT_EQ(300.0, s.peak_memory_bytes);
+  EXPECT_TRUE(s.valid_enough_iterations);
+  EXPECT_TRUE(s.valid_cv);  // std 0.0742 / 1.09 = 0.068
+  EXPECT_TRUE(s.valid_replicas_in_sync);
+  EXPECT_TRUE(s.valid);
+}
+
+TEST(CellSummary, ReplicasOutOfSyncInvalidates) {
+  const std::vector<std::vector<double>> rows = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}};
+  struct Case {
+    double checksum1;
+    bool in_sync;
+  };
+  for (const Case c : {Case{1000.0, true}, Case{1000.0000005, true}, Case{1000.01, false}}) {
+    SCOPED_TRACE(c.checksum1);
+    const auto r0 = make_rank(0, kTrainPhases, 0, rows, {{"param_checksum", 1000.0}});
+    const auto r1 = make_rank(1, kTrainPhases, 0, rows, {{"param_checksum", c.checksum1}});
+    const CellSummary s = summarize_cell(train_cell(2, 4), {r0, r1});
+    EXPECT_EQ(c.in_sync, s.valid_replicas_in_sync);
+    EXPECT_EQ(c.in_sync, s.valid);
+  }
+  // A rank without a checksum cannot be shown in sync.
+  const auto r0 = make_rank(0, kTrainPhases, 0, rows, {{"param_checksum", 1.0}});
+  const auto r1 = make_rank(1, kTrainPhases, 0, rows);
+  EXPECT_FALSE(summarize_cell(train_cell(2, 4), {r0, r1}).valid_replicas_in_sync);
+}
+
+TEST(CellSummary, TooFewIterationsAndHighCvAreFlagged) {
+  const auto few = make_rank(0, kTrainPhases, 0, {{0, 1}, {0, 1}, {0, 1}, {0, 1}},
+                             {{"param_checksum", 1.0}});
+  const CellSummary s_few = summarize_cell(train_cell(1, 1), {few});
+  EXPECT_EQ(4u, s_few.time.count);
+  EXPECT_FALSE(s_few.valid_enough_iterations);
+  EXPECT_TRUE(s_few.valid_cv);  // cv 0
+  EXPECT_FALSE(s_few.valid);
+
+  const auto noisy = make_rank(0, kTrainPhases, 0, {{0, 1}, {0, 2}, {0, 1}, {0, 2}, {0, 1}},
+                               {{"param_checksum", 1.0}});
+  const CellSummary s_noisy = summarize_cell(train_cell(1, 1), {noisy});
+  EXPECT_TRUE(s_noisy.valid_enough_iterations);
+  EXPECT_FALSE(s_noisy.valid_cv);
+  EXPECT_FALSE(s_noisy.valid);
+}
+
+TEST(CellSummary, InferenceThroughputIsSamplesOverSlowestRankSum) {
+  CellSpec cell;
+  cell.mode = Mode::kInfer;
+  cell.world_size = 2;
+  cell.batch_size = 10;
+  cell.samples = 70;
+  const std::vector<std::string> phases = {"forward", "batch"};
+  // rank 0: warm-up 5.0, then 4 batches: 0.1 0.2 0.1 0.2 (sum 0.6)
+  // rank 1: warm-up 5.0, then 3 batches: 0.3 0.3 0.3      (sum 0.9, slowest)
+  const auto r0 = make_rank(0, phases, 1, {{4, 5.0}, {0.05, 0.1}, {0.1, 0.2}, {0.05, 0.1}, {0.1, 0.2}},
+                            {{"peak_rss_bytes", 50.0}});
+  const auto r1 = make_rank(1, phases, 1, {{4, 5.0}, {0.2, 0.3}, {0.2, 0.3}, {0.2, 0.3}},
+                            {{"peak_rss_bytes", 70.0}});
+  const CellSummary s = summarize_cell(cell, {r0, r1});
+  EXPECT_EQ("batch", s.metric);
+  EXPECT_EQ(7u, s.time.count);  // every measured batch of every rank
+  EXPECT_NEAR(0.2, s.time.median, 1e-12);
+  EXPECT_NEAR(0.3, s.time.max, 1e-12);
+  EXPECT_NEAR(70.0 / 0.9, s.throughput_samples_per_s, 1e-9);
+  EXPECT_NEAR(35.0 / 0.9, s.samples_per_s_per_worker, 1e-9);
+  EXPECT_EQ(70.0, s.peak_memory_bytes);  // no GPU metric: peak RSS
+  EXPECT_TRUE(s.valid_replicas_in_sync);  // not applicable to inference
+
+  // Every rank reporting its `samples` overrides the spec's dataset size.
+  auto r0s = r0;
+  auto r1s = r1;
+  r0s.metrics["samples"] = 40;
+  r1s.metrics["samples"] = 30;
+  cell.samples = 0;
+  EXPECT_NEAR(70.0 / 0.9, summarize_cell(cell, {r0s, r1s}).throughput_samples_per_s, 1e-9);
+}
+
+TEST(CellSummary, NoTimingsGivesNaNAndInvalid) {
+  RankResult failed;
+  failed.status = CellStatus::kFailed;
+  const CellSummary s = summarize_cell(train_cell(1, 4), {failed});
+  EXPECT_EQ(0u, s.time.count);
+  EXPECT_TRUE(std::isnan(s.time.median));
+  EXPECT_TRUE(std::isnan(s.throughput_samples_per_s));
+  EXPECT_TRUE(std::isnan(s.peak_memory_bytes));
+  EXPECT_FALSE(s.valid);
+}
+
+}  // namespace
+}  // namespace scalebench

@@ -1,0 +1,115 @@
+// Golden test of the results file layout: every object path and attribute name (with
+// its type) of a file holding one finished, one skipped and one timed-out cell, compared
+// with tests/data/results/layout_v1.txt. Cell ids are replaced by role names so the
+// listing is about the layout. Regenerate with SCALEBENCH_UPDATE_GOLDEN=1 after an
+// intended layout change (and update schemas/results-layout.md and its version).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/h5_wrappers.h"
+#include "common/hdf5_check.h"
+#include "common/results_store.h"
+#include "results_store_test_util.h"
+
+namespace scalebench {
+namespace {
+
+std::string type_name(hid_t type) {
+  switch (H5Tget_class(type)) {
+    case H5T_STRING:
+      return H5Tis_variable_str(type) > 0 ? "vlen-utf8-string" : "fixed-string";
+    case H5T_INTEGER:
+      return "int" + std::to_string(8 * H5Tget_size(type));
+    case H5T_FLOAT:
+      return "float" + std::to_string(8 * H5Tget_size(type));
+    default:
+      return "other";
+  }
+}
+
+struct Listing {
+  std::vector<std::string> lines;
+  std::map<std::string, std::string> renames;  // cell id -> role
+};
+
+std::string renamed(std::string path, const std::map<std::string, std::string>& renames) {
+  for (const auto& [id, role] : renames) {
+    const auto at = path.find(id);
+    if (at != std::string::npos) path.replace(at, id.size(), "<" + role + ">");
+  }
+  return path;
+}
+
+herr_t list_attribute(hid_t object, const char* name, const H5A_info_t*, void* client) {
+  auto& out = *static_cast<std::pair<std::string, Listing*>*>(client);
+  const Hdf5Handle attribute = own_attribute(HDF5_CHECK(H5Aopen(object, name, H5P_DEFAULT)));
+  const Hdf5Handle type = own_datatype(HDF5_CHECK(H5Aget_type(attribute)));
+  out.second->lines.push_back(out.first + " @" + name + " " + type_name(type));
+  return 0;
+}
+
+herr_t list_object(hid_t root, const char* name, const H5O_info_t* info, void* client) {
+  auto& listing = *static_cast<Listing*>(client);
+  const std::string path = std::string(name) == "." ? "/" : "/" + std::string(name);
+  const Hdf5Handle object = own_object(HDF5_CHECK(H5Oopen(root, name, H5P_DEFAULT)));
+  std::string kind = "group";
+  if (info->type == H5O_TYPE_DATASET) {
+    const Hdf5Handle type = own_datatype(HDF5_CHECK(H5Dget_type(object)));
+    const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Dget_space(object)));
+    kind = "dataset " + type_name(type) + " rank " +
+           std::to_string(H5Sget_simple_extent_ndims(space));
+  }
+  const std::string shown = renamed(path, listing.renames);
+  listing.lines.push_back(shown + " " + kind);
+  std::pair<std::string, Listing*> context{shown, &listing};
+  hsize_t index = 0;
+  HDF5_CHECK(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, list_attribute, &context));
+  return 0;
+}
+
+std::string layout_listing(const std::filesystem::path& path,
+                           const std::map<std::string, std::string>& renames) {
+  const Hdf5Handle file = own_file(HDF5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+  Listing listing{{}, renames};
+  HDF5_CHECK(H5Ovisit(file, H5_INDEX_NAME, H5_ITER_INC, list_object, &listing));
+  std::sort(listing.lines.begin(), listing.lines.end());
+  std::ostringstream out;
+  for (const auto& line : listing.lines) out << line << "\n";
+  return out.str();
+}
+
+TEST(ResultsLayout, MatchesGoldenListing) {
+  testing_util::TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  auto store = ResultsStore::create(path, testing_util::test_provenance("0123456789abcdef"), false);
+  const CellSpec ok = testing_util::train_cell(1, 2, 1, 5);
+  const CellSpec skipped = testing_util::train_cell(2);
+  const CellSpec timeout = testing_util::train_cell(3);
+  store.mark_running(ok, {1, 2});
+  store.complete_cell(ok, testing_util::full_results(ok));
+  store.mark_skipped(skipped, "too large");
+  store.mark_running(timeout, {1, 2});
+  store.finish_cell_without_results(timeout, CellStatus::kTimeout, "step", "timeout");
+  store.set_end_time("2024-01-02T05:00:00Z");
+
+  const std::string actual = layout_listing(
+      path, {{ok.cell_id, "ok-cell"}, {skipped.cell_id, "skipped-cell"},
+             {timeout.cell_id, "timeout-cell"}});
+  const std::filesystem::path golden =
+      std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "layout_v1.txt";
+  if (const char* update = std::getenv("SCALEBENCH_UPDATE_GOLDEN"); update && *update == '1') {
+    std::ofstream(golden) << actual;
+  }
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << "missing " << golden << "; run with SCALEBENCH_UPDATE_GOLDEN=1";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(expected.str(), actual);
+}
+
+}  // namespace
+}  // namespace scalebench

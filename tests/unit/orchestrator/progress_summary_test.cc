@@ -1,0 +1,140 @@
+// Progress/ETA, the end-of-run table, `info` JSON, and the pure rules of the rank-0 loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "orchestrator/orchestrator.h"
+#include "orchestrator/progress.h"
+#include "orchestrator/summary_table.h"
+
+namespace scalebench {
+namespace {
+
+TEST(EstimateEta, ScalesElapsedByRemainingCells) {
+  EXPECT_EQ(estimate_eta_s(10.0, 0, 5), std::nullopt);
+  EXPECT_DOUBLE_EQ(*estimate_eta_s(10.0, 2, 5), 25.0);
+  EXPECT_DOUBLE_EQ(*estimate_eta_s(10.0, 0, 0), 0.0);
+}
+
+TEST(FormatDuration, HoursMinutesSeconds) {
+  EXPECT_EQ(format_duration(0.4), "0s");
+  EXPECT_EQ(format_duration(42), "42s");
+  EXPECT_EQ(format_duration(185), "3m05s");
+  EXPECT_EQ(format_duration(3720), "1h02m");
+  EXPECT_EQ(format_duration(-3), "0s");
+}
+
+TEST(Progress, CountsDoneFailedAndResumedCells) {
+  const auto start = Progress::Clock::now();
+  Progress progress(10, 3, start);
+  EXPECT_EQ(progress.line(start), "[ 3/10 done, 0 failed] ETA ?");
+  progress.cell_finished(CellStatus::kOk);
+  progress.cell_finished(CellStatus::kOom);
+  progress.cell_finished(CellStatus::kSkipped);
+  EXPECT_EQ(progress.done(), 6u);
+  EXPECT_EQ(progress.failed(), 1u);
+  // 3 cells in 30 s, 4 left -> 40 s.
+  EXPECT_EQ(progress.line(start + std::chrono::seconds(30)), "[ 6/10 done, 1 failed] ETA 40s");
+}
+
+RankResult rank(int world_rank, CellStatus status, const std::string& reason = "") {
+  RankResult result;
+  result.world_rank = world_rank;
+  result.status = status;
+  result.failed_phase = status == CellStatus::kOk ? "" : "forward";
+  result.reason = reason;
+  return result;
+}
+
+TEST(CellOutcome, FirstNonOkRankDecides) {
+  EXPECT_EQ(cell_outcome({rank(1, CellStatus::kOk), rank(2, CellStatus::kOk)}).status,
+            CellStatus::kOk);
+  const auto outcome = cell_outcome({rank(1, CellStatus::kOk), rank(2, CellStatus::kOom, "CUDA"),
+                                     rank(3, CellStatus::kFailed, "x")});
+  EXPECT_EQ(outcome.status, CellStatus::kOom);
+  EXPECT_EQ(outcome.failed_phase, "forward");
+  EXPECT_EQ(outcome.reason, "rank 2: CUDA");
+}
+
+TEST(ShouldRunOnResume, TableOfStoredStatuses) {
+  struct Case {
+    std::optional<CellStatus> stored;
+    bool retry_failed;
+    bool run;
+  };
+  const std::vector<Case> cases{
+      {std::nullopt, false, true},
+      {CellStatus::kOk, false, false},
+      {CellStatus::kOk, true, false},
+      {CellStatus::kFailed, false, false},
+      {CellStatus::kFailed, true, true},
+      {CellStatus::kOom, false, false},
+      {CellStatus::kOom, true, true},
+      {CellStatus::kTimeout, false, false},
+      {CellStatus::kTimeout, true, true},
+      {CellStatus::kRunning, false, true},
+      {CellStatus::kInterrupted, false, true},
+      {CellStatus::kSkipped, false, true},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(should_run_on_resume(c.stored, c.retry_failed), c.run)
+        << (c.stored ? to_string(*c.stored) : "absent") << " retry=" << c.retry_failed;
+  }
+}
+
+nlohmann::json overview_fixture() {
+  return nlohmann::json::parse(R"({
+    "provenance": {"tool_version": "0.1.0", "mpi_size": 3},
+    "cells": {
+      "bbbb": {"spec": {"branch": "main", "experiment": "mlp-train", "mode": "train",
+                        "batch_size": 16, "world_size": 2},
+               "status": "ok", "reason": "", "failed_phase": "",
+               "summary": {"metric": "step", "median_s": 0.0125,
+                           "throughput_samples_per_s": 2560.0, "valid": 1}},
+      "aaaa": {"spec": "{\"branch\": \"\", \"experiment\": \"bad\", \"mode\": \"infer\", \"batch_size\": 8, \"world_size\": 1}",
+               "status": "failed", "reason": "shape mismatch", "failed_phase": "forward"}
+    }})");
+}
+
+TEST(SummaryRows, ReadsSpecsStatusesAndSummaries) {
+  const auto rows = summary_rows(overview_fixture());
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].cell_id, "aaaa");
+  EXPECT_EQ(rows[0].experiment, "bad");
+  EXPECT_EQ(rows[0].batch_size, 8);
+  EXPECT_TRUE(std::isnan(rows[0].median_s));
+  EXPECT_FALSE(rows[0].valid.has_value());
+  EXPECT_EQ(rows[1].branch, "main");
+  EXPECT_DOUBLE_EQ(rows[1].median_s, 0.0125);
+  EXPECT_EQ(rows[1].valid, true);
+  EXPECT_EQ(status_counts(rows), (std::map<std::string, size_t>{{"failed", 1}, {"ok", 1}}));
+}
+
+TEST(FormatSummaryTable, NcclTestsStyle) {
+  const std::string table = format_summary_table(summary_rows(overview_fixture()));
+  const std::string expected =
+      "#  branch  experiment   mode  batch  world  metric  median  samples  valid  status\n"
+      "#                                                     (ms)     (/s)               \n"
+      "        -         bad  infer      8      1       -       -        -      -  failed\n"
+      "     main   mlp-train  train     16      2    step  12.500   2560.0      1      ok\n"
+      "# Cells: 2, 1 failed, 1 ok\n"
+      "#  aaaa failed: shape mismatch\n";
+  EXPECT_EQ(table, expected);
+}
+
+TEST(InfoJson, StableKeys) {
+  const auto json = info_json("r.h5", overview_fixture());
+  EXPECT_EQ(json.at("file"), "r.h5");
+  EXPECT_EQ(json.at("provenance").at("mpi_size"), 3);
+  EXPECT_EQ(json.at("counts").at("ok"), 1);
+  ASSERT_EQ(json.at("cells").size(), 2u);
+  const auto& failed = json.at("cells")[0];
+  EXPECT_EQ(failed.at("cell_id"), "aaaa");
+  EXPECT_EQ(failed.at("failed_phase"), "forward");
+  EXPECT_EQ(failed.at("spec").at("experiment"), "bad");
+  EXPECT_TRUE(failed.at("summary").is_null());
+  EXPECT_EQ(json.at("cells")[1].at("summary").at("median_s"), 0.0125);
+}
+
+}  // namespace
+}  // namespace scalebench

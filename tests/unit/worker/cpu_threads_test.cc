@@ -1,0 +1,31 @@
+#include "worker/cpu_threads.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace scalebench {
+namespace {
+
+TEST(CpuThreads, CoresAreSharedAmongLocalWorkers) {
+  struct Case {
+    int cores, workers, expected;
+  };
+  for (const Case c :
+       {Case{16, 4, 4}, Case{16, 3, 5}, Case{2, 4, 1}, Case{8, 0, 8}, Case{0, 1, 1}}) {
+    EXPECT_EQ(threads_per_worker(c.cores, c.workers), c.expected) << c.cores << "/" << c.workers;
+  }
+}
+
+TEST(CpuThreads, ConfigureSetsTorchsPool) {
+  WorkerContext context;
+  context.node_cores = 4;
+  context.local_workers = 2;
+  EXPECT_EQ(configure_cpu_threads(context), 2);
+  EXPECT_EQ(at::get_num_threads(), 2);
+  context.local_workers = 4;
+  EXPECT_EQ(configure_cpu_threads(context), 1);
+  EXPECT_EQ(at::get_num_threads(), 1);
+}
+
+}  // namespace
+}  // namespace scalebench

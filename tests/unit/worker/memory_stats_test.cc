@@ -1,0 +1,79 @@
+// Peak memory: VmHWM parsing, reading and resetting the process's peak RSS; CUDA peaks.
+#include "worker/memory_stats.h"
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+namespace scalebench {
+namespace {
+
+TEST(MemoryStats, ParsesVmHwm) {
+  struct Case {
+    std::string text;
+    std::optional<int64_t> bytes;
+  };
+  const std::vector<Case> cases = {
+      {"Name:\tx\nVmPeak:\t  999 kB\nVmHWM:\t    1234 kB\nVmRSS:\t 1000 kB\n", 1234 * 1024},
+      {"VmHWM: 0 kB", 0},
+      {"VmRSS:\t 1000 kB\n", std::nullopt},
+      {"VmHWM:\t abc kB\n", std::nullopt},
+      {"VmHWM:\t 12\n", std::nullopt},
+      {"", std::nullopt},
+  };
+  for (const auto& c : cases) EXPECT_EQ(parse_vmhwm_bytes(c.text), c.bytes) << c.text;
+}
+
+TEST(MemoryStats, ReadsAFileAndFailsGracefully) {
+  const auto path = std::filesystem::temp_directory_path() / "scalebench_status_test";
+  std::ofstream(path) << "VmHWM:\t  2048 kB\n";
+  EXPECT_EQ(read_peak_rss_bytes(path.string()), 2048 * 1024);
+  std::filesystem::remove(path);
+  EXPECT_EQ(read_peak_rss_bytes("/nonexistent/status"), std::nullopt);
+  EXPECT_FALSE(reset_peak_rss("/nonexistent/clear_refs"));
+}
+
+TEST(MemoryStats, PeakRssRisesWithTouchedMemoryAndResets) {
+  const auto before = read_peak_rss_bytes();
+  ASSERT_TRUE(before.has_value());
+  constexpr size_t kBytes = 256u << 20;
+  {
+    auto block = std::make_unique<char[]>(kBytes);
+    std::memset(block.get(), 1, kBytes);
+    const auto during = read_peak_rss_bytes();
+    ASSERT_TRUE(during.has_value());
+    EXPECT_GE(*during, static_cast<int64_t>(kBytes));
+  }
+  if (!reset_peak_rss()) GTEST_SKIP() << "this kernel does not allow resetting VmHWM";
+  const auto after = read_peak_rss_bytes();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_LT(*after, static_cast<int64_t>(kBytes))
+      << "the 256 MiB block was freed and the peak reset";
+}
+
+TEST(MemoryStats, MetricsOnCpuHaveRssOnly) {
+  const bool reset = reset_peak_memory(torch::kCPU);
+  const auto metrics = peak_memory_metrics(torch::kCPU, reset);
+  EXPECT_GT(metrics.at("peak_rss_bytes"), 0.0);
+  EXPECT_EQ(metrics.at("peak_rss_reset"), reset ? 1.0 : 0.0);
+  EXPECT_EQ(metrics.count("peak_allocated_bytes"), 0u);
+}
+
+TEST(MemoryStats, CudaPeaksFollowAllocations) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
+  const torch::Device device(torch::kCUDA, 0);
+  { auto big = torch::empty({64 << 20}, torch::TensorOptions(torch::kFloat).device(device)); }
+  reset_peak_memory(device);
+  auto small = torch::empty({1 << 20}, torch::TensorOptions(torch::kFloat).device(device));
+  const auto metrics = peak_memory_metrics(device, true);
+  EXPECT_GE(metrics.at("peak_allocated_bytes"), 4.0 * (1 << 20));
+  EXPECT_LT(metrics.at("peak_allocated_bytes"), 4.0 * (64 << 20)) << "peak was reset";
+  EXPECT_GE(metrics.at("peak_reserved_bytes"), metrics.at("peak_allocated_bytes"));
+}
+
+}  // namespace
+}  // namespace scalebench

@@ -1,0 +1,28 @@
+#include "worker/cpu_threads.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <mutex>
+
+namespace scalebench {
+
+int threads_per_worker(int node_cores, int local_workers) {
+  return std::max(1, node_cores / std::max(1, local_workers));
+}
+
+int configure_cpu_threads(const WorkerContext& context) {
+  const int threads = threads_per_worker(context.node_cores, context.local_workers);
+  at::set_num_threads(threads);
+  static std::once_flag interop_once;
+  std::call_once(interop_once, [threads] {
+    try {
+      at::set_num_interop_threads(threads);
+    } catch (const c10::Error&) {
+      // Inter-op work already ran in this process (e.g. a test); the pool keeps its size.
+    }
+  });
+  return threads;
+}
+
+}  // namespace scalebench

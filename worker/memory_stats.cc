@@ -1,0 +1,74 @@
+#include "worker/memory_stats.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace scalebench {
+
+std::optional<int64_t> parse_vmhwm_bytes(std::string_view status_text) {
+  constexpr std::string_view kKey = "VmHWM:";
+  size_t at = 0;
+  while (at < status_text.size()) {
+    const size_t line_end = std::min(status_text.find('\n', at), status_text.size());
+    std::string_view line = status_text.substr(at, line_end - at);
+    at = line_end + 1;
+    if (!line.starts_with(kKey)) continue;
+    line.remove_prefix(kKey.size());
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    int64_t kib = 0;
+    const auto [rest, error] = std::from_chars(line.data(), line.data() + line.size(), kib);
+    if (error != std::errc() || kib < 0) return std::nullopt;
+    if (std::string_view(rest, line.data() + line.size()).find("kB") == std::string_view::npos) {
+      return std::nullopt;
+    }
+    return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> read_peak_rss_bytes(const std::string& status_path) {
+  std::ifstream in(status_path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_vmhwm_bytes(text.str());
+}
+
+bool reset_peak_rss(const std::string& clear_refs_path) {
+  std::ofstream out(clear_refs_path);
+  if (!out) return false;
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+bool reset_peak_memory(const torch::Device& device) {
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) reset_cuda_peak_memory(device.index());
+#else
+  (void)device;
+#endif
+  return reset_peak_rss();
+}
+
+std::map<std::string, double> peak_memory_metrics(const torch::Device& device, bool rss_was_reset) {
+  std::map<std::string, double> metrics;
+  if (const auto rss = read_peak_rss_bytes()) {
+    metrics["peak_rss_bytes"] = static_cast<double>(*rss);
+  }
+  metrics["peak_rss_reset"] = rss_was_reset ? 1.0 : 0.0;
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) {
+    const CudaPeaks peaks = read_cuda_peak_memory(device.index());
+    metrics["peak_allocated_bytes"] = static_cast<double>(peaks.allocated_bytes);
+    metrics["peak_reserved_bytes"] = static_cast<double>(peaks.reserved_bytes);
+  }
+#else
+  (void)device;
+#endif
+  return metrics;
+}
+
+}  // namespace scalebench

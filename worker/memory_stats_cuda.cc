@@ -1,0 +1,22 @@
+// CUDA caching-allocator peaks for worker/memory_stats.h.
+#include <c10/cuda/CUDACachingAllocator.h>
+
+#include "worker/memory_stats.h"
+
+namespace scalebench {
+
+namespace {
+constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+}  // namespace
+
+void reset_cuda_peak_memory(int index) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
+}
+
+CudaPeaks read_cuda_peak_memory(int index) {
+  const auto stats =
+      c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return {stats.allocated_bytes[kAggregate].peak, stats.reserved_bytes[kAggregate].peak};
+}
+
+}  // namespace scalebench

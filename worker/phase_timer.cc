@@ -1,0 +1,81 @@
+#include "worker/phase_timer.h"
+
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "common/error.h"
+
+namespace scalebench {
+
+PhaseTimer::PhaseTimer(size_t phases, size_t max_iterations)
+    : phases_(phases), max_iterations_(max_iterations), marked_(phases * max_iterations * 2) {}
+
+void PhaseTimer::begin(size_t phase) { record(phase, false); }
+void PhaseTimer::end(size_t phase) { record(phase, true); }
+
+void PhaseTimer::next_iteration() {
+  if (row_ < rows_) ++row_;
+}
+
+void PhaseTimer::record(size_t phase, bool is_end) {
+  if (row_ >= max_iterations_ || phase >= phases_) {
+    throw std::out_of_range("PhaseTimer: iteration " + std::to_string(row_) + " phase " +
+                            std::to_string(phase) + " outside " + std::to_string(max_iterations_) +
+                            " x " + std::to_string(phases_));
+  }
+  rows_ = std::max(rows_, row_ + 1);
+  const size_t index = slot(row_, phase, is_end);
+  marked_[index] = true;
+  mark(index);
+}
+
+bool PhaseTimer::recorded(size_t row, size_t phase) const {
+  return marked_[slot(row, phase, false)] && marked_[slot(row, phase, true)];
+}
+
+namespace {
+
+class SteadyClockPhaseTimer : public PhaseTimer {
+ public:
+  SteadyClockPhaseTimer(size_t phases, size_t max_iterations)
+      : PhaseTimer(phases, max_iterations), marks_(phases * max_iterations * 2) {}
+
+  std::vector<double> resolve() override {
+    std::vector<double> seconds(rows() * phases(), 0.0);
+    for (size_t row = 0; row < rows(); ++row) {
+      for (size_t phase = 0; phase < phases(); ++phase) {
+        if (!recorded(row, phase)) continue;
+        const auto elapsed = marks_[slot(row, phase, true)] - marks_[slot(row, phase, false)];
+        seconds[row * phases() + phase] = std::chrono::duration<double>(elapsed).count();
+      }
+    }
+    return seconds;
+  }
+
+ protected:
+  void mark(size_t slot) override { marks_[slot] = std::chrono::steady_clock::now(); }
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> marks_;
+};
+
+}  // namespace
+
+std::unique_ptr<PhaseTimer> make_phase_timer(const torch::Device& device, size_t phases,
+                                             size_t max_iterations) {
+  if (device.is_cpu()) return std::make_unique<SteadyClockPhaseTimer>(phases, max_iterations);
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) return make_cuda_phase_timer(device.index(), phases, max_iterations);
+#endif
+  throw CellError("timer", "no phase timer for device " + device.str() +
+                               " in this build (CUDA code not compiled)");
+}
+
+void synchronize_device(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+}  // namespace scalebench

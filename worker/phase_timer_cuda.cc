@@ -1,0 +1,71 @@
+// CUDA-event PhaseTimer. See Note [Cell timing protocol] in worker/phase_timer.h.
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "worker/cuda_check.h"
+#include "worker/phase_timer.h"
+
+namespace scalebench {
+namespace {
+
+/// Owns one cudaEvent_t (timing enabled).
+class CudaEvent {
+ public:
+  CudaEvent() { CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~CudaEvent() { cudaEventDestroy(event_); }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  [[nodiscard]] cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CudaEventPhaseTimer : public PhaseTimer {
+ public:
+  CudaEventPhaseTimer(int device_index, size_t phases, size_t max_iterations)
+      : PhaseTimer(phases, max_iterations),
+        device_index_(static_cast<c10::DeviceIndex>(device_index)) {
+    c10::cuda::CUDAGuard guard(device_index_);
+    events_.reserve(phases * max_iterations * 2);
+    for (size_t i = 0; i < phases * max_iterations * 2; ++i) {
+      events_.push_back(std::make_unique<CudaEvent>());
+    }
+  }
+
+  std::vector<double> resolve() override {
+    c10::cuda::CUDAGuard guard(device_index_);
+    std::vector<double> seconds(rows() * phases(), 0.0);
+    for (size_t row = 0; row < rows(); ++row) {
+      for (size_t phase = 0; phase < phases(); ++phase) {
+        if (!recorded(row, phase)) continue;
+        cudaEvent_t end = events_[slot(row, phase, true)]->get();
+        CUDA_CHECK(cudaEventSynchronize(end));
+        float milliseconds = 0.0F;
+        CUDA_CHECK(
+            cudaEventElapsedTime(&milliseconds, events_[slot(row, phase, false)]->get(), end));
+        seconds[row * phases() + phase] = milliseconds / 1000.0;
+      }
+    }
+    return seconds;
+  }
+
+ protected:
+  void mark(size_t slot) override {
+    const auto stream = c10::cuda::getCurrentCUDAStream(device_index_);
+    CUDA_CHECK(cudaEventRecord(events_[slot]->get(), stream.stream()));
+  }
+
+ private:
+  c10::DeviceIndex device_index_;
+  std::vector<std::unique_ptr<CudaEvent>> events_;
+};
+
+}  // namespace
+
+std::unique_ptr<PhaseTimer> make_cuda_phase_timer(int device_index, size_t phases,
+                                                  size_t max_iterations) {
+  return std::make_unique<CudaEventPhaseTimer>(device_index, phases, max_iterations);
+}
+
+}  // namespace scalebench

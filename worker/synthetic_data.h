@@ -1,0 +1,67 @@
+// Seeded synthetic batches made on the host.
+//
+// See Note [Synthetic samples]. A batch is produced on the CPU (in pinned memory when
+// `pin_memory`, so the workloads' host-to-device copy can be non_blocking) and is the
+// `data` / `load` phase of the workloads; copying it to the device is their `h2d` phase.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "worker/model_zoo.h"
+
+namespace scalebench {
+
+// Note [Synthetic samples]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Sample number `i` (its global index in the cell's sample stream) is filled from a CPU
+// generator seeded with sample_seed(seed, i), and from nothing else. So a sample is the
+// same bytes whichever rank, batch position or batch size makes it: a sharded inference
+// over N ranks sees exactly the inputs one process sees, and training batches depend only
+// on (seed, rank, iteration) through train_first_sample(). Costs one generator per sample.
+
+/// splitmix64 of `seed` and `index`: the seed of one sample's generator.
+uint64_t sample_seed(uint64_t seed, int64_t index);
+
+/// First global sample index of `rank`'s batch in training iteration `iteration`
+/// (iterations count warm-up ones from 0): ((iteration * world) + rank) * batch.
+int64_t train_first_sample(int64_t iteration, int rank, int world_size, int64_t batch_size);
+
+/// A contiguous range of global sample indices [first, first + count).
+struct SampleRange {
+  int64_t first = 0;
+  int64_t count = 0;
+  bool operator==(const SampleRange&) const = default;
+};
+
+/// Rank `rank`'s shard of `samples` items: contiguous, the first samples % world ranks get
+/// one item more (counts differ by at most one; a rank may get none).
+SampleRange shard_range(int64_t samples, int rank, int world_size);
+
+struct HostBatch {
+  torch::Tensor inputs;   ///< [count, input_shape...] of the model's input dtype
+  torch::Tensor targets;  ///< int64 [count] class ids, or [count, D, H, W] voxel labels
+};
+
+/// Makes batches of one model's samples. Not thread safe (one per workload).
+class SyntheticData {
+ public:
+  SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape, int64_t num_classes,
+                uint64_t seed, bool pin_memory);
+  /// Samples `range.first` .. `range.first + range.count - 1`, freshly allocated (pinned
+  /// memory comes from Torch's caching host allocator, which does not reuse a block while
+  /// a non_blocking copy from it is in flight).
+  [[nodiscard]] HostBatch make_batch(SampleRange range) const;
+
+ private:
+  const ModelInfo& model_;
+  std::vector<int64_t> input_shape_;
+  std::vector<int64_t> target_shape_;
+  int64_t num_classes_;
+  uint64_t seed_;
+  bool pin_memory_;
+};
+
+}  // namespace scalebench

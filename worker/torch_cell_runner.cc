@@ -1,0 +1,203 @@
+#include "worker/torch_cell_runner.h"
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <exception>
+
+#include "common/error.h"
+#include "common/mpi_check.h"
+#include "worker/cpu_threads.h"
+#include "worker/infer_workload.h"
+#include "worker/memory_stats.h"
+#include "worker/train_workload.h"
+#include "worker/workload.h"
+
+namespace scalebench {
+
+#ifdef SCALEBENCH_HAVE_CUDA
+/// Name of CUDA device `index` (worker/torch_cell_runner_cuda.cc).
+std::string cuda_device_name(int index);
+/// Makes `index` this thread's current CUDA device (worker/torch_cell_runner_cuda.cc).
+void set_current_cuda_device(int index);
+#endif
+
+namespace {
+
+/// Severity order for the group agreement: the group reports the worst status.
+int severity(CellStatus status) {
+  switch (status) {
+    case CellStatus::kOk:
+      return 0;
+    case CellStatus::kTimeout:
+      return 1;
+    case CellStatus::kOom:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+torch::Device select_device(const CellSpec& cell, const WorkerContext& context) {
+  const bool have_gpu = torch::cuda::is_available();
+  if (cell.device == Device::kCuda && !have_gpu) {
+    throw CellError("device", "device cuda was requested but no CUDA GPU is visible to rank " +
+                                  std::to_string(context.world_rank) + " on " + context.host +
+                                  ": use device cpu or auto, or run on a GPU node");
+  }
+  if (cell.device == Device::kCpu || !have_gpu) return torch::kCPU;
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (context.local_index >= count) {
+    throw CellError("device", "worker " + std::to_string(context.local_index) + " on " +
+                                  context.host + " has no GPU of its own (" +
+                                  std::to_string(count) +
+                                  " visible): start at most one worker rank per GPU");
+  }
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(context.local_index)};
+}
+
+std::string describe(const torch::Device& device) {
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) return cuda_device_name(device.index());
+#endif
+  return device.str();
+}
+
+bool is_oom_text(const std::string& text) {
+  return text.find("out of memory") != std::string::npos ||
+         text.find("can't allocate memory") != std::string::npos;
+}
+
+/// Records the exception in flight as the rank's failure.
+void record_failure(RankResult& result, const std::string& phase) {
+  result.failed_phase = phase;
+  result.status = CellStatus::kFailed;
+  try {
+    throw;
+  } catch (const OutOfMemoryError& error) {
+    result.status = CellStatus::kOom;
+    result.failed_phase = error.phase();
+    result.reason = error.what();
+  } catch (const CellError& error) {
+    result.failed_phase = error.phase();
+    result.reason = error.what();
+  } catch (const c10::OutOfMemoryError& error) {
+    result.status = CellStatus::kOom;
+    result.reason = error.what_without_backtrace();
+  } catch (const c10::Error& error) {
+    result.reason = error.what_without_backtrace();
+    if (is_oom_text(result.reason)) result.status = CellStatus::kOom;
+  } catch (const std::exception& error) {
+    result.reason = error.what();
+    if (is_oom_text(result.reason)) result.status = CellStatus::kOom;
+  } catch (...) {
+    result.reason = "unknown exception";
+  }
+}
+
+/// See Note [Group agreement]. Returns true when every rank is ok; otherwise marks an ok
+/// rank as failed in phase "group" naming the worst rank.
+bool agree(RankResult& result, MPI_Comm group, const std::string& when) {
+  struct {
+    int severity;
+    int rank;
+  } mine{severity(result.status), result.group_rank}, worst{};
+  const int rc = MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, group);
+  if (rc != MPI_SUCCESS) {
+    throw FatalError("the group agreement " + when + " failed (" + mpi_error_string(rc) +
+                     "): the cell's group communicator is unusable");
+  }
+  if (worst.severity == 0) return true;
+  if (result.status == CellStatus::kOk) {
+    result.status = worst.severity == 1 ? CellStatus::kTimeout : CellStatus::kFailed;
+    result.failed_phase = "group";
+    result.reason = "group rank " + std::to_string(worst.rank) + " did not succeed " + when;
+  }
+  return false;
+}
+
+class TorchCellRunner : public CellRunner {
+ public:
+  std::string device_name(const WorkerContext& context) override {
+    CellSpec probe;
+    try {
+      return describe(select_device(probe, context));
+    } catch (const CellError&) {
+      return "cpu";
+    }
+  }
+
+  RankResult run(const Assignment& assignment, MPI_Comm group,
+                 const WorkerContext& context) override {
+    const CellSpec& cell = assignment.cell;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(cell.timeout_s));
+    RankResult result;
+    result.cell_id = cell.cell_id;
+    result.world_rank = context.world_rank;
+    result.host = context.host;
+    MPI_CHECK(MPI_Comm_rank(group, &result.group_rank));
+
+    torch::Device device = torch::kCPU;
+    std::unique_ptr<Workload> workload;
+    bool rss_reset = false;
+    std::string phase = "device";
+    try {
+      device = select_device(cell, context);
+#ifdef SCALEBENCH_HAVE_CUDA
+      if (device.is_cuda()) set_current_cuda_device(device.index());
+#endif
+      result.device = describe(device);
+      phase = "setup";
+      result.metrics["cpu_threads"] = configure_cpu_threads(context);
+      set_tf32(cell.tf32);
+      rss_reset = reset_peak_memory(device);
+      phase = "model_init";
+      workload = cell.mode == Mode::kTrain ? make_train_workload(cell, device, group)
+                                           : make_infer_workload(cell, device, group);
+      result.phases = workload->phases();
+    } catch (...) {
+      record_failure(result, phase);
+    }
+    if (!agree(result, group, "before the timed loop")) return result;
+    try {
+      phase = "connect";
+      workload->connect();
+      phase = "loop";
+      run_loop(*workload, device, group, deadline, result);
+      phase = "metrics";
+      workload->add_metrics(result.metrics);
+      result.metrics.merge(peak_memory_metrics(device, rss_reset));
+    } catch (...) {
+      record_failure(result, phase);
+    }
+    agree(result, group, "in the timed loop");
+    return result;
+  }
+
+ private:
+  static void run_loop(Workload& workload, const torch::Device& device, MPI_Comm group,
+                       std::chrono::steady_clock::time_point deadline, RankResult& result) {
+    const LoopResult loop = run_timed_loop(workload, {device, group, deadline});
+    result.timings_s = loop.timings_s;
+    result.warmup_iterations = static_cast<int>(loop.warmup_run);
+    result.metrics["loop_wall_s"] = loop.loop_wall_s;
+    result.metrics["first_iteration_s"] = loop.first_iteration_s;
+    result.metrics["measured_iterations"] =
+        static_cast<double>(loop.iterations_run - loop.warmup_run);
+    if (loop.timed_out) {
+      result.status = CellStatus::kTimeout;
+      result.failed_phase = "loop";
+      result.reason = "the cell's timeout_s passed after " + std::to_string(loop.iterations_run) +
+                      " iterations (cooperative stop between iterations)";
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CellRunner> make_torch_cell_runner() { return std::make_unique<TorchCellRunner>(); }
+
+}  // namespace scalebench

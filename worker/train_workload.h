@@ -1,0 +1,33 @@
+// DDP-style data-parallel training of a zoo model on synthetic data.
+//
+// Phases per iteration (see docs/metrics.md): data, h2d, forward, backward, comm_wait,
+// optimizer, step. With world_size 1 there is no gradient reducer (comm_wait is an empty
+// interval): the single-rank baseline is plain training, without DDP's bucketing cost.
+#pragma once
+
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "common/cell_spec.h"
+#include "worker/workload.h"
+
+namespace scalebench {
+
+/// Builds the model (seeded with cell.seed, on the CPU, then moved to `device`), the
+/// optimizer and the data source. Local work only: the communicator and the parameter
+/// broadcast happen in connect(). `group` must outlive the workload.
+/// Throws CellError / InputError for unusable cells (bad optimizer, fp16 on CPU, ...).
+std::unique_ptr<Workload> make_train_workload(const CellSpec& cell, const torch::Device& device,
+                                              MPI_Comm group);
+
+/// `cell.backend` resolved for `device`: auto -> nccl on CUDA, mpi on CPU. Throws
+/// CellError("connect") for nccl on a CPU device or nccl in a build without CUDA.
+Backend resolve_backend(Backend requested, const torch::Device& device);
+
+/// The optimizer of `spec` over `parameters`; throws InputError for an unknown name.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spec,
+                                                        std::vector<torch::Tensor> parameters);
+
+}  // namespace scalebench

@@ -1,0 +1,185 @@
+#include "worker/workload.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "common/mpi_check.h"
+
+namespace scalebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// The pipelined stop vote of Note [Cooperative timeout].
+class StopVote {
+ public:
+  StopVote(MPI_Comm group, bool lockstep) : group_(group), lockstep_(lockstep) {}
+  ~StopVote() {
+    if (pending_) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+  StopVote(const StopVote&) = delete;
+  StopVote& operator=(const StopVote&) = delete;
+
+  /// Called after every iteration with this rank's view; returns whether to stop now.
+  bool after_iteration(bool deadline_passed) {
+    if (!lockstep_ || group_ == MPI_COMM_NULL) return deadline_passed;
+    bool stop = false;
+    if (pending_) {
+      MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+      pending_ = false;
+      stop = vote_result_ != 0;
+    }
+    if (!stop) {
+      vote_mine_ = deadline_passed ? 1 : 0;
+      MPI_CHECK(MPI_Iallreduce(&vote_mine_, &vote_result_, 1, MPI_INT, MPI_MAX, group_, &request_));
+      pending_ = true;
+    }
+    return stop;
+  }
+  /// Completes the last vote and returns its result (false when none was pending).
+  bool finish() {
+    if (!pending_) return false;
+    MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+    pending_ = false;
+    return vote_result_ != 0;
+  }
+
+ private:
+  MPI_Comm group_;
+  bool lockstep_;
+  bool pending_ = false;
+  int vote_mine_ = 0;
+  int vote_result_ = 0;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
+}  // namespace
+
+LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
+  const int64_t warmup = workload.warmup_iterations();
+  const int64_t total = warmup + workload.measured_iterations();
+  auto timer = make_phase_timer(options.device, workload.phases().size(),
+                                static_cast<size_t>(std::max<int64_t>(total, 1)));
+  StopVote vote(options.group, workload.lockstep());
+  LoopResult result;
+
+  auto run_one = [&](int64_t iteration) {
+    const auto start = Clock::now();
+    workload.run_iteration(iteration, *timer);
+    timer->next_iteration();
+    if (iteration == 0) {
+      synchronize_device(options.device);
+      result.first_iteration_s = seconds_since(start);
+    }
+    result.iterations_run = iteration + 1;
+    return vote.after_iteration(Clock::now() >= options.deadline);
+  };
+
+  bool stop = false;
+  for (int64_t i = 0; i < warmup && !stop; ++i) {
+    stop = run_one(i);
+    result.warmup_run = i + 1;
+  }
+  // The warm-up's last vote is settled before the measured loop, on every rank alike.
+  stop = stop || vote.finish();
+  if (!stop) {
+    synchronize_device(options.device);
+    if (options.group != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(options.group));
+    const auto loop_start = Clock::now();
+    for (int64_t i = warmup; i < total && !stop; ++i) stop = run_one(i);
+    synchronize_device(options.device);
+    result.loop_wall_s = seconds_since(loop_start);
+    vote.finish();
+  }
+  result.timed_out = stop;
+  result.timings_s = timer->resolve();
+  return result;
+}
+
+ResolvedModel resolve_model(const CellSpec& cell) {
+  if (cell.model.zoo.empty()) {
+    throw CellError("model_init", "TorchScript models (" + cell.model.torchscript +
+                                      ") are not supported by this worker yet: use a zoo model");
+  }
+  if (cell.data.kind != "synthetic") {
+    throw CellError("model_init", "data kind \"" + cell.data.kind +
+                                      "\" is not supported by this worker yet: use synthetic");
+  }
+  ResolvedModel resolved;
+  resolved.info = &find_model(cell.model.zoo);
+  resolved.input_shape =
+      cell.input_shape.empty() ? resolved.info->default_input_shape : cell.input_shape;
+  resolved.num_classes =
+      cell.num_classes == 0 ? resolved.info->default_num_classes : cell.num_classes;
+  resolved.info->check(resolved.input_shape, resolved.num_classes);
+  return resolved;
+}
+
+void check_precision(Precision precision, const torch::Device& device) {
+  if (precision == Precision::kFp16 && device.is_cpu()) {
+    throw CellError("model_init",
+                    "precision fp16 is not supported on CPU (no fp16 autocast for CPU kernels): "
+                    "use precision bf16 or fp32, or device cuda");
+  }
+}
+
+AutocastScope::AutocastScope(Precision precision, const torch::Device& device)
+    : device_type_(device.type()) {
+  if (precision == Precision::kFp32) return;
+  active_ = true;
+  previous_enabled_ = at::autocast::is_autocast_enabled(device_type_);
+  previous_dtype_ = at::autocast::get_autocast_dtype(device_type_);
+  at::autocast::set_autocast_enabled(device_type_, true);
+  at::autocast::set_autocast_dtype(device_type_,
+                                   precision == Precision::kFp16 ? at::kHalf : at::kBFloat16);
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  at::autocast::set_autocast_enabled(device_type_, previous_enabled_);
+  at::autocast::set_autocast_dtype(device_type_, previous_dtype_);
+}
+
+torch::Tensor to_channels_last(const torch::Tensor& tensor) {
+  if (tensor.dim() == 4) return tensor.contiguous(torch::MemoryFormat::ChannelsLast);
+  if (tensor.dim() == 5) return tensor.contiguous(torch::MemoryFormat::ChannelsLast3d);
+  return tensor;
+}
+
+void module_to_channels_last(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& parameter : module.parameters()) parameter.set_data(to_channels_last(parameter));
+  for (auto& buffer : module.buffers()) buffer.set_data(to_channels_last(buffer));
+}
+
+void set_tf32(bool allow) {
+  at::globalContext().setAllowTF32CuBLAS(allow);
+  at::globalContext().setAllowTF32CuDNN(allow);
+}
+
+double parameter_checksum(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  double checksum = 0.0;
+  int64_t index = 0;
+  for (const auto& parameter : module.parameters()) {
+    const auto values = parameter.detach().to(torch::kDouble).flatten();
+    const auto weights = torch::arange(values.numel(), values.options())
+                             .add_(index * 31)
+                             .remainder_(13)
+                             .div_(13)
+                             .add_(1);
+    checksum += ((values.abs() + values * 0.5) * weights).sum().item<double>();
+    ++index;
+  }
+  return checksum;
+}
+
+}  // namespace scalebench

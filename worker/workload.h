@@ -1,0 +1,122 @@
+// The one timing loop, and the interface the benchmarks (training, inference) fill in.
+//
+// A Workload is made (model, data, optimizer: local work only), then `connect()`ed (the
+// collective setup), then the harness `run_timed_loop` runs its warm-up and measured
+// iterations under one PhaseTimer, checks the cooperative deadline between iterations,
+// times the measured loop from outside, and resolves the timer once at the end. See
+// Note [Cell timing protocol] (worker/phase_timer.h) and Note [Cooperative timeout].
+#pragma once
+
+#include <mpi.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/cell_spec.h"
+#include "worker/model_zoo.h"
+#include "worker/phase_timer.h"
+
+namespace scalebench {
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  /// Phase names (columns); the last one spans the whole iteration.
+  [[nodiscard]] virtual const std::vector<std::string>& phases() const = 0;
+  [[nodiscard]] virtual int64_t warmup_iterations() const = 0;
+  /// Measured iterations of this rank (inference: its number of batches; may be 0).
+  [[nodiscard]] virtual int64_t measured_iterations() const = 0;
+  /// True when every rank must run the same number of iterations (collectives inside an
+  /// iteration): the harness then agrees on stopping across the group.
+  [[nodiscard]] virtual bool lockstep() const = 0;
+  /// Collective setup on the group (communicators, parameter broadcast). Called on every
+  /// rank once all ranks constructed their workload.
+  virtual void connect() {}
+  /// Runs iteration `iteration` (warm-up ones first, counted from 0), timing its phases in
+  /// the timer's current row.
+  virtual void run_iteration(int64_t iteration, PhaseTimer& timer) = 0;
+  /// Per-rank metrics after the loop (device synchronised), e.g. final_loss.
+  virtual void add_metrics(std::map<std::string, double>& metrics) = 0;
+};
+
+struct LoopOptions {
+  torch::Device device = torch::kCPU;
+  MPI_Comm group = MPI_COMM_NULL;
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+struct LoopResult {
+  std::vector<double> timings_s;   ///< row-major [iterations run][phases]
+  int64_t iterations_run = 0;      ///< warm-up + measured iterations completed
+  int64_t warmup_run = 0;          ///< warm-up iterations completed
+  bool timed_out = false;          ///< stopped early by the deadline
+  double loop_wall_s = 0.0;        ///< steady_clock around the measured iterations (+ final sync)
+  double first_iteration_s = 0.0;  ///< steady_clock of iteration 0 including a device sync
+};
+
+// Note [Cooperative timeout]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The deadline is checked between iterations only; an iteration that never returns (a
+// hung collective) is not interrupted here: the orchestrator's cell timeout covers it.
+// Independent ranks (inference) stop on their own. Lockstep ranks (training) must stop
+// at the same iteration or the others would wait forever in the next gradient allreduce:
+// after each iteration every rank starts an MPI_Iallreduce(MAX) of "my deadline passed"
+// on the group and completes it after the next iteration, so the vote costs no stall and
+// every rank acts on the same result one iteration later.
+
+/// Runs warm-up then measured iterations of `workload`. Between warm-up and measured
+/// iterations the group meets in an MPI_Barrier so measured loops start together.
+/// Exceptions from the workload propagate (the cell runner records them).
+LoopResult run_timed_loop(Workload& workload, const LoopOptions& options);
+
+// ---- helpers shared by the workloads ----------------------------------------------------
+
+/// A zoo model resolved for one cell: defaults applied, shape checked.
+struct ResolvedModel {
+  const ModelInfo* info = nullptr;
+  std::vector<int64_t> input_shape;
+  int64_t num_classes = 0;
+};
+/// Throws CellError("model_init", ...) for TorchScript models and non-synthetic data (not
+/// supported yet) and InputError for unknown names or unusable shapes.
+ResolvedModel resolve_model(const CellSpec& cell);
+
+/// Throws CellError("model_init") when `precision` cannot run on `device` (fp16 on CPU).
+void check_precision(Precision precision, const torch::Device& device);
+
+/// Enables autocast for `device` with the cell's reduced precision while in scope; does
+/// nothing for fp32. Restores the previous state on destruction.
+class AutocastScope {
+ public:
+  AutocastScope(Precision precision, const torch::Device& device);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool active_ = false;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kFloat;
+  c10::DeviceType device_type_ = c10::DeviceType::CPU;
+};
+
+/// Channels-last layout for 4-D (ChannelsLast) and 5-D (ChannelsLast3d) tensors; others
+/// unchanged.
+torch::Tensor to_channels_last(const torch::Tensor& tensor);
+/// Converts every 4-D / 5-D parameter and buffer of `module` in place.
+void module_to_channels_last(torch::nn::Module& module);
+
+/// Sets cuBLAS and cuDNN TF32 use (process-wide; set by every cell).
+void set_tf32(bool allow);
+
+/// Order- and sign-sensitive checksum of parameters: sum over parameters p (model order)
+/// and elements k of (|w| + w / 2) * (1 + ((p * 31 + k) mod 13) / 13), in double. Equal
+/// replicas give equal checksums; a permuted or sign-flipped weight changes it.
+double parameter_checksum(torch::nn::Module& module);
+
+}  // namespace scalebench
