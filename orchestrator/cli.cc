@@ -6,10 +6,11 @@
 #include "common/build_info.h"
 #include "common/error.h"
 #include "orchestrator/commands.h"
+#include "orchestrator/run_options.h"
 
 namespace scalebench {
 
-int run_cli(int argc, char** argv) {
+int run_cli(int argc, char** argv, const WorkerFactory& worker) {
   CLI::App app{"scalebench: benchmark DL training and inference across branches and GPUs"};
   app.set_version_flag("--version", std::string(build_info::kVersion));
   app.require_subcommand(1);
@@ -17,6 +18,8 @@ int run_cli(int argc, char** argv) {
   add_validate_command(app, exit_status);
   add_plan_command(app, exit_status);
   add_submit_command(app, exit_status);
+  add_run_command(app, exit_status, worker, std::vector<std::string>(argv, argv + argc));
+  add_info_command(app, exit_status);
   add_analyze_commands(app, exit_status);
   try {
     app.parse(argc, argv);

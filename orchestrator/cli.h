@@ -1,9 +1,13 @@
 // The scalebench front door (CLI11): parses argv and dispatches to a command.
 #pragma once
 
+#include "orchestrator/run_options.h"
+
 namespace scalebench {
 
 /// Runs the command named in argv; returns the process exit status (see docs/exit-codes).
-int run_cli(int argc, char** argv);
+/// `worker` provides the CellRunner for `run` (main.cc passes the LibTorch one; without
+/// it `run` fails with status 4).
+int run_cli(int argc, char** argv, const WorkerFactory& worker = {});
 
 }  // namespace scalebench

@@ -6,8 +6,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace scalebench {
+
+struct WorkerFactory;  // orchestrator/run_options.h
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitCellsFailed = 1;
@@ -18,6 +22,10 @@ inline constexpr int kExitInfrastructure = 4;
 void add_validate_command(CLI::App& app, int& exit_status);
 void add_plan_command(CLI::App& app, int& exit_status);
 void add_submit_command(CLI::App& app, int& exit_status);
+/// `run`: `worker` makes each worker rank's CellRunner; `argv` is recorded as provenance.
+void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worker,
+                     const std::vector<std::string>& argv);
+void add_info_command(CLI::App& app, int& exit_status);
 /// `analyze`, `compare`, `report`: forward all their arguments to
 /// `<python> -m scalebench_analysis <command> ...` and store its exit status.
 void add_analyze_commands(CLI::App& app, int& exit_status);

@@ -1,4 +1,11 @@
-// The `scalebench` executable: dispatches to the command implementations.
+// The `scalebench` executable: dispatches to the command implementations, with the
+// LibTorch worker as the CellRunner of `scalebench run`.
 #include "orchestrator/cli.h"
+#include "worker/torch_cell_runner.h"
+#include "worker/versions.h"
 
-int main(int argc, char** argv) { return scalebench::run_cli(argc, argv); }
+int main(int argc, char** argv) {
+  const scalebench::WorkerFactory worker{scalebench::make_torch_cell_runner,
+                                         scalebench::library_versions};
+  return scalebench::run_cli(argc, argv, worker);
+}

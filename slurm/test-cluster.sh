@@ -148,8 +148,27 @@ start() {
   echo "export SLURM_CONF=$dir/slurm.conf"
 }
 
+# cancel_jobs: cancels the cluster's jobs (their slurmstepd and tasks would outlive
+# slurmd) and waits up to 60 s for them to be gone.
+cancel_jobs() {
+  [[ -n $(pid_of slurmctld) && -n $(pid_of slurmd) ]] || return 0
+  local jobs
+  export SLURM_CONF="$dir/slurm.conf"
+  jobs=$(squeue --noheader --format=%A 2>/dev/null | sort -u || true)
+  [[ -n $jobs ]] || return 0
+  # shellcheck disable=SC2086  # one job id per word
+  scancel $jobs 2>/dev/null || true
+  for _ in $(seq 1 120); do
+    # squeue lists only unfinished jobs (pending, running, completing, ...) by default
+    [[ -z $(squeue --noheader --format=%A 2>/dev/null) ]] && return 0
+    sleep 0.5
+  done
+  echo "test-cluster: jobs still running after scancel: $jobs" >&2
+}
+
 stop() {
   [[ -d $dir ]] || return 0
+  cancel_jobs
   stop_daemon slurmd
   stop_daemon slurmctld
   stop_daemon munged

@@ -97,7 +97,7 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
     result.loop_wall_s = seconds_since(loop_start);
     vote.finish();
   }
-  result.timed_out = stop;
+  result.timed_out = stop && result.iterations_run < total;
   result.timings_s = timer->resolve();
   return result;
 }

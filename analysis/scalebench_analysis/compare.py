@@ -78,8 +78,9 @@ def speedup_in_file(results: Results, field: str, value: str, trust: pd.DataFram
     cells = results.cells[results.cells.status == "ok"]
     examples = [_get(s, field) for s in cells.spec if _get(s, field) is not None]
     if not examples:
-        raise UsageError(f"--baseline {field}={value}: no cell spec has a field {field!r} "
-                         f"(fields: {', '.join(sorted(cells.spec.iloc[0])) if len(cells) else '-'})")
+        fields = ", ".join(sorted(cells.spec.iloc[0])) if len(cells) else "-"
+        raise UsageError(f"--baseline {field}={value}: no ok cell spec has a field {field!r} "
+                         f"(fields: {fields})")
     target = parse_value(value, examples[0])
     drop = ("commit",) if field == "branch" else ()
     key = {config_key(s, drop=drop): c for c, s in zip(cells.cell_id, cells.spec)

@@ -65,8 +65,9 @@ def throughput_vs_batch(analysis: Analysis):
                     ax.plot(sel.batch_size, sel.throughput_samples_per_s, "o", color=color,
                             markerfacecolor=face)
                 oom = line[line.status == "oom"]
-                ax.plot(oom.batch_size, np.zeros(len(oom)), "x", color=color, markersize=9,
-                        clip_on=False)
+                if not oom.empty:
+                    ax.plot(oom.batch_size, np.zeros(len(oom)), "x", color=color, markersize=9,
+                            clip_on=False)
             ax.set_xscale("log", base=2)
             ax.set_xticks(sorted(panel.batch_size.unique()),
                           [str(b) for b in sorted(panel.batch_size.unique())])

@@ -28,14 +28,16 @@ _TEMPLATE = """<!DOCTYPE html>
  table { border-collapse: collapse; font-size: 11px; margin: 8px 0; }
  th, td { border: 1px solid #e2e2e2; padding: 2px 6px; text-align: right; }
  th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
- tr.regression td, tr.broke td { background: #fde7e7; } tr.improvement td { background: #e6f4ea; }
+ tr.regression td, tr.broke td { background: #fde7e7; }
+ tr.improvement td { background: #e6f4ea; }
  tr.untrusted td { color: #888; font-style: italic; }
  img { max-width: 100%; border: 1px solid #eee; } .caption { font-size: 12px; color: #555; }
  ul.notes { font-size: 12px; } .scroll { overflow-x: auto; }
 </style></head>
 <body>
 <h1>{{ title }}</h1>
-<div class="meta">{% for f, v in overview %}<span><b>{{ f }}</b>: {{ v }}</span>&nbsp;&nbsp; {% endfor %}</div>
+<div class="meta">{% for f, v in overview %}
+ <span><b>{{ f }}</b>: {{ v }}</span>&nbsp;&nbsp; {% endfor %}</div>
 <div class="cards">{% for card in cards %}
  <div class="card {{ card.kind }}"><b>{{ card.value }}</b>{{ card.name }}</div>{% endfor %}
 </div>

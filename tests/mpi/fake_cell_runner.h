@@ -1,0 +1,110 @@
+// A CellRunner without models or GPUs, for protocol and fault tests (like loadgen's
+// SystemUnderTestBasic). Deterministic synthetic timings; behaviour chosen by words in
+// the cell's experiment name:
+//   "throw"  the runner throws a CellError in phase "forward" (the worker loop records it)
+//   "fail"   returns a failed RankResult (phase "backward") on group rank 0 only
+//   "oom"    returns status oom (phase "forward") on every rank
+//   "sleep"  sleeps timeout_s + 1 s, then returns ok
+//   "hang"   never returns (the rank-0 watchdog must end the job)
+//   "fatal"  throws FatalError (the job ends)
+// Every cell that gets past those runs one MPI_Allreduce over the group (proving the
+// group works); ok cells then sleep SCALEBENCH_FAKE_CELL_S seconds (default 0), and returns ok timings.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/error.h"
+#include "common/mpi_check.h"
+#include "orchestrator/cell_runner.h"
+
+namespace scalebench::testing_fake {
+
+/// Synthetic time of (rank, iteration, phase) in seconds: deterministic, small jitter.
+inline double fake_time_s(const CellSpec& cell, int group_rank, int iteration, int phase) {
+  const double base = 0.001 * static_cast<double>(cell.batch_size) / cell.world_size + 0.002;
+  const double jitter = 0.0001 * ((group_rank * 7 + iteration * 3 + phase * 5) % 11);
+  return base * (1 + phase) + jitter;
+}
+
+class FakeCellRunner : public CellRunner {
+ public:
+  std::string device_name(const WorkerContext& context) override {
+    return "fake-cpu-" + std::to_string(context.local_index);
+  }
+
+  RankResult run(const Assignment& assignment, MPI_Comm group,
+                 const WorkerContext& context) override {
+    const CellSpec& cell = assignment.cell;
+    const std::string& name = cell.experiment;
+    int group_rank = 0;
+    int group_size = 0;
+    MPI_CHECK(MPI_Comm_rank(group, &group_rank));
+    MPI_CHECK(MPI_Comm_size(group, &group_size));
+    if (group_size != cell.world_size) {
+      throw FatalError("group size " + std::to_string(group_size) + " != world_size");
+    }
+    RankResult result;
+    result.cell_id = cell.cell_id;
+    result.group_rank = group_rank;
+    result.world_rank = context.world_rank;
+    result.host = context.host;
+    result.device = device_name(context);
+    if (name.find("throw") != std::string::npos) {
+      throw CellError("forward", "fake runner: requested exception");
+    }
+    if (name.find("fatal") != std::string::npos) throw FatalError("fake runner: fatal");
+    if (name.find("hang") != std::string::npos) {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (name.find("sleep") != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(cell.timeout_s + 1.0));
+    }
+    int sum = 0;  // every rank takes part, also the one that then fails alone
+    MPI_CHECK(MPI_Allreduce(&group_rank, &sum, 1, MPI_INT, MPI_SUM, group));
+    if (name.find("oom") != std::string::npos) {
+      result.status = CellStatus::kOom;
+      result.failed_phase = "forward";
+      result.reason = "fake runner: out of memory";
+      return result;
+    }
+    if (name.find("fail") != std::string::npos && group_rank == 0) {
+      result.status = CellStatus::kFailed;
+      result.failed_phase = "backward";
+      result.reason = "fake runner: requested failure";
+      return result;
+    }
+    if (const char* delay = std::getenv("SCALEBENCH_FAKE_CELL_S")) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(delay)));
+    }
+    fill_timings(cell, group_rank, result);
+    result.metrics["param_checksum"] = static_cast<double>(sum) + 0.5;  // same on all ranks
+    result.metrics["peak_rss_bytes"] = 1e6 * (group_rank + 1);
+    result.metrics["samples"] = static_cast<double>(cell.batch_size * cell.measured_iterations);
+    return result;
+  }
+
+ private:
+  static void fill_timings(const CellSpec& cell, int group_rank, RankResult& result) {
+    result.phases = cell.mode == Mode::kTrain
+                        ? std::vector<std::string>{"data", "forward", "backward", "step"}
+                        : std::vector<std::string>{"load", "forward", "batch"};
+    result.warmup_iterations = cell.warmup_iterations;
+    const int iterations = cell.warmup_iterations + cell.measured_iterations;
+    for (int i = 0; i < iterations; ++i) {
+      for (int p = 0; p < static_cast<int>(result.phases.size()); ++p) {
+        result.timings_s.push_back(fake_time_s(cell, group_rank, i, p));
+      }
+    }
+  }
+};
+
+inline std::unique_ptr<CellRunner> make_fake_cell_runner() {
+  return std::make_unique<FakeCellRunner>();
+}
+
+}  // namespace scalebench::testing_fake

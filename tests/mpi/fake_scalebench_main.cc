@@ -1,0 +1,12 @@
+// `scalebench` with the fake CellRunner (tests/mpi/fake_cell_runner.h) instead of the
+// LibTorch one: the whole `run` / `info` command path without models, for the
+// orchestrator's fault tests (tests/faults/) and builds without Torch.
+#include "fake_cell_runner.h"
+#include "orchestrator/cli.h"
+
+int main(int argc, char** argv) {
+  const scalebench::WorkerFactory worker{
+      scalebench::testing_fake::make_fake_cell_runner,
+      [] { return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}}; }};
+  return scalebench::run_cli(argc, argv, worker);
+}
