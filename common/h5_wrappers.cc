@@ -59,6 +59,18 @@ herr_t collect_link(hid_t /*group*/, const char* name, const H5L_info_t* /*info*
 
 }  // namespace
 
+Hdf5Handle group_create_plist() {
+  Hdf5Handle plist = own_plist(HDF5_CHECK(H5Pcreate(H5P_GROUP_CREATE)));
+  HDF5_CHECK(H5Pset_attr_phase_change(plist, kMaxCompactAttributes, kMaxCompactAttributes - 16));
+  return plist;
+}
+
+Hdf5Handle create_group(hid_t location, const std::string& name) {
+  const Hdf5Handle plist = group_create_plist();
+  return own_group(
+      HDF5_CHECK(H5Gcreate2(location, name.c_str(), H5P_DEFAULT, plist, H5P_DEFAULT)));
+}
+
 Hdf5Handle utf8_string_type() {
   Hdf5Handle type = own_datatype(HDF5_CHECK(H5Tcopy(H5T_C_S1)));
   HDF5_CHECK(H5Tset_size(type, H5T_VARIABLE));

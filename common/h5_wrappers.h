@@ -15,6 +15,15 @@
 
 namespace scalebench::h5 {
 
+/// Attributes an object keeps in its header before HDF5 moves them to a separate
+/// ("dense") heap; scalebench objects have at most ~30, so they stay in the header.
+inline constexpr unsigned kMaxCompactAttributes = 64;
+
+/// Group creation properties of scalebench groups (compact attribute storage).
+Hdf5Handle group_create_plist();
+/// Creates group `name` in `location` with group_create_plist().
+Hdf5Handle create_group(hid_t location, const std::string& name);
+
 /// Variable-length UTF-8 string type (what every string attribute and dataset uses).
 Hdf5Handle utf8_string_type();
 

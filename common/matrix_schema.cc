@@ -60,23 +60,24 @@ bool is_index(const std::string& step) {
 
 /// The YAML node at `steps` (an invalid node when a step does not exist).
 YAML::Node node_at(const YAML::Node& root, const std::vector<std::string>& steps) {
-  YAML::Node node = root;
+  // YAML::Node::operator= would overwrite the referenced node's content: rebind with reset().
+  YAML::Node node;
+  node.reset(root);
   for (const auto& step : steps) {
+    YAML::Node next(YAML::NodeType::Undefined);
     if (node.IsSequence() && is_index(step)) {
-      node = node[std::stoul(step)];
+      const size_t index = std::stoul(step);
+      if (index < node.size()) next.reset(node[index]);
     } else if (node.IsMap()) {
-      YAML::Node next;
       for (const auto& entry : node) {
         if (entry.first.IsScalar() && entry.first.Scalar() == step) {
-          next = entry.second;
+          next.reset(entry.second);
           break;
         }
       }
-      if (!next.IsDefined()) return next;
-      node = next;
-    } else {
-      return YAML::Node(YAML::NodeType::Undefined);
     }
+    if (!next.IsDefined()) return next;
+    node.reset(next);
   }
   return node;
 }

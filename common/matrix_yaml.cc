@@ -78,11 +78,6 @@ class Reader {
     for (size_t i = 0; i < node.size(); ++i) {
       auto value = scalar<T>(node[i], path + "[" + std::to_string(i) + "]", expected);
       if (!value) return std::nullopt;
-      if (std::find(values.begin(), values.end(), *value) != values.end()) {
-        diagnostics_.error(where(node[i], path + "[" + std::to_string(i) + "]"),
-                           "repeated value " + describe_node(node[i]) + "; remove the repeat");
-        return std::nullopt;
-      }
       values.push_back(*value);
     }
     return values;

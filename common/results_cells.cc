@@ -108,8 +108,7 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell) {
   Hdf5Handle group =
       h5::has_link(cells, cell.cell_id)
           ? own_group(HDF5_CHECK(H5Gopen2(cells, cell.cell_id.c_str(), H5P_DEFAULT)))
-          : own_group(HDF5_CHECK(
-                H5Gcreate2(cells, cell.cell_id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+          : h5::create_group(cells, cell.cell_id);
   write_spec_attributes(group, cell);
   return group;
 }
@@ -142,8 +141,7 @@ void write_rank_datasets(hid_t cell_group, const CellSpec& cell,
 }
 
 void write_summary(hid_t cell_group, const CellSummary& s) {
-  const Hdf5Handle group = own_group(
-      HDF5_CHECK(H5Gcreate2(cell_group, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  const Hdf5Handle group = h5::create_group(cell_group, "summary");
   h5::write_string_attribute(group, "metric", s.metric);
   h5::write_int64_attribute(group, "count", static_cast<int64_t>(s.time.count));
   const std::vector<std::pair<const char*, double>> values = {

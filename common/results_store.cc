@@ -22,7 +22,18 @@ Hdf5Handle file_access_plist() {
   Hdf5Handle access = own_plist(HDF5_CHECK(H5Pcreate(H5P_FILE_ACCESS)));
   // Close every object of the file with it, so H5Fclose really writes and closes.
   HDF5_CHECK(H5Pset_fclose_degree(access, H5F_CLOSE_STRONG));
+  HDF5_CHECK(H5Pset_libver_bounds(access, H5F_LIBVER_V110, H5F_LIBVER_V110));
   return access;
+}
+
+Hdf5Handle file_create_plist() {
+  Hdf5Handle creation = own_plist(HDF5_CHECK(H5Pcreate(H5P_FILE_CREATE)));
+  HDF5_CHECK(H5Pset_attr_phase_change(creation, h5::kMaxCompactAttributes,
+                                      h5::kMaxCompactAttributes - 16));
+  // Track free space across sessions, so that the space of replaced attributes and
+  // dropped datasets (every update is its own session) is reused, not leaked.
+  HDF5_CHECK(H5Pset_file_space_strategy(creation, H5F_FSPACE_STRATEGY_FSM_AGGR, 1, 1));
+  return creation;
 }
 
 Hdf5Handle open_file(const std::filesystem::path& path, unsigned flags) {
@@ -136,11 +147,11 @@ ResultsStore ResultsStore::create(const std::filesystem::path& path, const Prove
   const auto temp = durable::temp_sibling(path);
   try {
     const Hdf5Handle access = file_access_plist();
+    const Hdf5Handle creation = file_create_plist();
     Hdf5Handle file =
-        own_file(HDF5_CHECK(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access)));
+        own_file(HDF5_CHECK(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, creation, access)));
     write_provenance(file, provenance);
-    own_group(HDF5_CHECK(
-        H5Gcreate2(file, results::kCellsGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+    h5::create_group(file, results::kCellsGroup);
     file.close();
     durable::commit_replace(temp, path);
   } catch (...) {

@@ -85,7 +85,8 @@ void check_resources(const SubmitOptions& o) {
   }
   if (o.gpus_per_node == 0) {
     if (o.workers_per_node == 0) {
-      reject("--gpus-per-node", "0", "CPU-only jobs need --workers-per-node W (CPU workers per node)");
+      reject("--gpus-per-node", "0",
+             "CPU-only jobs need --workers-per-node W (CPU workers per node)");
     }
     check_range("--workers-per-node", o.workers_per_node, 1, kMaxWorkersPerNode);
   }
@@ -150,8 +151,8 @@ std::string render_directives(const SubmitOptions& o, const SubmitLayout& layout
 std::string render_layout(const SubmitOptions& o, const SubmitLayout& layout) {
   std::ostringstream text;
   text << o.nodes << " node(s) x " << layout.workers_per_node
-       << (o.gpus_per_node > 0 ? " GPU worker(s)" : " CPU worker(s)") << " + 1 orchestrator = "
-       << layout.total_tasks << " MPI ranks (see docs/cluster-guide.md)";
+       << (o.gpus_per_node > 0 ? " GPU worker(s)" : " CPU worker(s)")
+       << " + 1 orchestrator = " << layout.total_tasks << " MPI ranks (see docs/cluster-guide.md)";
   return text.str();
 }
 
@@ -213,17 +214,16 @@ std::string render_batch_script(const SubmitOptions& options) {
     setup = "\n# --setup-file: modules, virtualenv, environment for every task of the step\n. " +
             shell_quote(options.setup_file->string()) + "\n";
   }
-  return substitute(kTemplate,
-                    {
-                        {"SBATCH_DIRECTIVES", render_directives(options, layout)},
-                        {"LAYOUT", render_layout(options, layout)},
-                        {"SCALEBENCH", shell_quote(options.scalebench_exe.string())},
-                        {"MATRIX", shell_quote(options.matrix_path.string())},
-                        {"OUTPUT", shell_quote(options.output_path.string())},
-                        {"TASKS", std::to_string(layout.total_tasks)},
-                        {"REQUEUE", options.requeue ? "1" : "0"},
-                        {"SETUP", setup},
-                    });
+  return substitute(kTemplate, {
+                                   {"SBATCH_DIRECTIVES", render_directives(options, layout)},
+                                   {"LAYOUT", render_layout(options, layout)},
+                                   {"SCALEBENCH", shell_quote(options.scalebench_exe.string())},
+                                   {"MATRIX", shell_quote(options.matrix_path.string())},
+                                   {"OUTPUT", shell_quote(options.output_path.string())},
+                                   {"TASKS", std::to_string(layout.total_tasks)},
+                                   {"REQUEUE", options.requeue ? "1" : "0"},
+                                   {"SETUP", setup},
+                               });
 }
 
 std::string shell_quote(std::string_view word) {
@@ -252,8 +252,8 @@ std::int64_t parse_slurm_time_limit_s(std::string_view text) {
   if (std::regex_match(value, m, kDays)) {
     seconds = ((number(1) * 24 + number(2)) * 60 + number(3)) * 60 + number(4);
   } else if (std::regex_match(value, m, kClock)) {
-    seconds = m[3].matched ? (number(1) * 60 + number(2)) * 60 + number(3)
-                           : number(1) * 60 + number(2);
+    seconds =
+        m[3].matched ? (number(1) * 60 + number(2)) * 60 + number(3) : number(1) * 60 + number(2);
   } else {
     reject("--time", text,
            "use minutes, minutes:seconds, hours:minutes:seconds, days-hours, "

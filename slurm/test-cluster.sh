@@ -16,6 +16,10 @@
 #   SCALEBENCH_SLURM_CPUS        CPUs the node declares (default 16). More than the machine
 #                                has is fine (SlurmdParameters=config_overrides): the test
 #                                jobs ask for more tasks than a laptop has cores.
+#   SCALEBENCH_SLURM_GPUS        fake GPUs the node declares (default 0): gres "gpu" backed by
+#                                empty files DIR/fake-gpus/gpu<i>, so that jobs asking for
+#                                --gpus-per-node start and get CUDA_VISIBLE_DEVICES; there
+#                                is no GPU behind them.
 #   SCALEBENCH_SLURM_PORT        slurmctld port (default 16817); slurmd uses the next one.
 #   SCALEBENCH_SLURM_PARTITION   name of the one partition (default "debug").
 #   SCALEBENCH_SLURM_START_TIMEOUT_S  seconds to wait for the node to be idle (default 60).
@@ -36,11 +40,13 @@ action=$1
 dir=$2
 
 cpus=${SCALEBENCH_SLURM_CPUS:-16}
+gpus=${SCALEBENCH_SLURM_GPUS:-0}
 port=${SCALEBENCH_SLURM_PORT:-16817}
 partition=${SCALEBENCH_SLURM_PARTITION:-debug}
 start_timeout_s=${SCALEBENCH_SLURM_START_TIMEOUT_S:-60}
 
 [[ $cpus =~ ^[1-9][0-9]*$ ]] || die "SCALEBENCH_SLURM_CPUS must be a positive integer, got '$cpus'"
+[[ $gpus =~ ^[0-9]+$ ]] || die "SCALEBENCH_SLURM_GPUS must be a number, got '$gpus'"
 [[ $port =~ ^[1-9][0-9]*$ ]] || die "SCALEBENCH_SLURM_PORT must be a port number, got '$port'"
 [[ $partition =~ ^[A-Za-z0-9_.-]+$ ]] || die "SCALEBENCH_SLURM_PARTITION: use letters, digits, _ . -"
 
@@ -101,9 +107,18 @@ MinJobAge=600
 JobCompType=jobcomp/filetxt
 JobCompLoc=$dir/log/jobcomp.log
 AccountingStorageType=accounting_storage/none
-NodeName=$host CPUs=$cpus State=UNKNOWN
+$(((gpus > 0)) && echo "GresTypes=gpu")
+NodeName=$host CPUs=$cpus $(((gpus > 0)) && echo "Gres=gpu:$gpus ")State=UNKNOWN
 PartitionName=$partition Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
+  if ((gpus > 0)); then
+    mkdir -p "$dir/fake-gpus"
+    # character devices like /dev/null (1,3): slurmd refuses plain files
+    for ((i = 0; i < gpus; i++)); do
+      [[ -c $dir/fake-gpus/gpu$i ]] || mknod "$dir/fake-gpus/gpu$i" c 1 3
+    done
+    echo "Name=gpu File=$dir/fake-gpus/gpu[0-$((gpus - 1))]" >"$dir/gres.conf"
+  fi
 }
 
 start_munge() {

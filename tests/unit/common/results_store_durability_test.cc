@@ -122,7 +122,6 @@ TEST(ResultsDurability, CostOfTwoHundredCells) {
       "last cell %.2f ms), final file %.2f MiB\n",
       kCells, 2 * kCells, total_s, 1e3 * total_s / (2 * kCells), update_ms.front(),
       update_ms.back(), static_cast<double>(size_bytes) / (1 << 20));
-  if (const char* keep = std::getenv("STORE_TMP_KEEP")) std::filesystem::copy_file(path, keep);
   RecordProperty("total_ms", static_cast<int>(1e3 * total_s));
 }
 

@@ -325,12 +325,17 @@ TEST(SubmitScriptRun, StepStatusIsTheJobStatusAndRequeueOnlyAfterInterrupt) {
   }
 }
 
-TEST(SubmitScriptRun, Usr1ToTheBatchShellIsForwardedToTheStep) {
+TEST(SubmitScriptRun, Usr1ToTheBatchShellIsForwardedToTheStepTermIsNot) {
   FakeSlurm fake;
   SubmitOptions o = gpu_options();
   o.requeue = true;
   const pid_t pid = fake.start(render_batch_script(o), "");
   ASSERT_TRUE(fake.wait_for("srun.started"));
+  // SIGTERM reaches the tasks from Slurm itself: the shell keeps waiting, forwards nothing.
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(fs::exists(fake.root() / "srun.signal"));
+  EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), 0) << "the batch shell ended on SIGTERM";
   ASSERT_EQ(::kill(pid, SIGUSR1), 0);
   EXPECT_EQ(FakeSlurm::wait_exit_status(pid), 3);
   ASSERT_TRUE(fs::exists(fake.root() / "srun.signal"));
