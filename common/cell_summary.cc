@@ -94,8 +94,10 @@ double inference_samples(const CellSpec& cell, const std::vector<RankTable>& tab
   bool every_rank_reports = !tables.empty();
   for (const auto& t : tables) {
     const double s = t.metric("samples");
-    if (std::isnan(s)) every_rank_reports = false;
-    else reported += s;
+    if (std::isnan(s))
+      every_rank_reports = false;
+    else
+      reported += s;
   }
   if (every_rank_reports) return reported;
   if (cell.samples > 0) return static_cast<double>(cell.samples);

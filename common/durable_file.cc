@@ -77,8 +77,8 @@ bool copy_with_copy_file_range(int in, int out, const std::filesystem::path& fro
   for (;;) {
     const ssize_t got = ::copy_file_range(in, nullptr, out, nullptr, size_t{1} << 30, 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0 && !copied_any && (errno == ENOSYS || errno == EXDEV || errno == EINVAL ||
-                                   errno == EOPNOTSUPP)) {
+    if (got < 0 && !copied_any &&
+        (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP)) {
       return false;
     }
     if (got < 0) SCALEBENCH_OS_FAIL("copy_file_range", from);

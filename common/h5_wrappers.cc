@@ -44,15 +44,13 @@ size_t element_count(hid_t space) {
   return static_cast<size_t>(HDF5_CHECK(H5Sget_simple_extent_npoints(space)));
 }
 
-herr_t collect_attribute(hid_t object, const char* name, const H5A_info_t* /*info*/,
-                         void* client) {
+herr_t collect_attribute(hid_t object, const char* name, const H5A_info_t* /*info*/, void* client) {
   auto& out = *static_cast<nlohmann::json*>(client);
   out[name] = read_attribute(object, name);
   return 0;
 }
 
-herr_t collect_link(hid_t /*group*/, const char* name, const H5L_info_t* /*info*/,
-                    void* client) {
+herr_t collect_link(hid_t /*group*/, const char* name, const H5L_info_t* /*info*/, void* client) {
   static_cast<std::vector<std::string>*>(client)->emplace_back(name);
   return 0;
 }
@@ -67,8 +65,7 @@ Hdf5Handle group_create_plist() {
 
 Hdf5Handle create_group(hid_t location, const std::string& name) {
   const Hdf5Handle plist = group_create_plist();
-  return own_group(
-      HDF5_CHECK(H5Gcreate2(location, name.c_str(), H5P_DEFAULT, plist, H5P_DEFAULT)));
+  return own_group(HDF5_CHECK(H5Gcreate2(location, name.c_str(), H5P_DEFAULT, plist, H5P_DEFAULT)));
 }
 
 Hdf5Handle utf8_string_type() {
@@ -141,8 +138,7 @@ nlohmann::json read_attribute(hid_t object, const std::string& name) {
 nlohmann::json read_all_attributes(hid_t object) {
   nlohmann::json out = nlohmann::json::object();
   hsize_t index = 0;
-  HDF5_CHECK(
-      H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &out));
+  HDF5_CHECK(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &out));
   return out;
 }
 
@@ -162,11 +158,9 @@ std::vector<std::string> link_names(hid_t group) {
 }
 
 Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
-                                const std::vector<hsize_t>& dims,
-                                const std::vector<double>& values,
+                                const std::vector<hsize_t>& dims, const std::vector<double>& values,
                                 const std::vector<hsize_t>& chunk, int gzip_level) {
-  const hsize_t total =
-      std::accumulate(dims.begin(), dims.end(), hsize_t{1}, std::multiplies<>());
+  const hsize_t total = std::accumulate(dims.begin(), dims.end(), hsize_t{1}, std::multiplies<>());
   if (total != values.size()) {
     throw Hdf5Error(format_library_error("HDF5", __FILE__, __LINE__, "dataset '" + name + "'",
                                          "value count does not match the shape"));
@@ -181,8 +175,8 @@ Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
       HDF5_CHECK(H5Pset_deflate(create, static_cast<unsigned>(gzip_level)));
     }
   }
-  Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dcreate2(
-      location, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, create, H5P_DEFAULT)));
+  Hdf5Handle dataset = own_dataset(HDF5_CHECK(
+      H5Dcreate2(location, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, create, H5P_DEFAULT)));
   if (total > 0) {
     HDF5_CHECK(H5Dwrite(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
   }

@@ -55,8 +55,7 @@ std::vector<std::string> link_names(hid_t group);
 /// chunked with those chunk dims and gzip level `gzip_level` (0 = no filter). Returns it
 /// (open) so that attributes can be attached.
 Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
-                                const std::vector<hsize_t>& dims,
-                                const std::vector<double>& values,
+                                const std::vector<hsize_t>& dims, const std::vector<double>& values,
                                 const std::vector<hsize_t>& chunk = {}, int gzip_level = 0);
 /// Creates a 1-D dataset of variable-length UTF-8 strings.
 Hdf5Handle write_string_dataset(hid_t location, const std::string& name,

@@ -66,14 +66,14 @@ class Hdf5Handle {
 
 }  // namespace scalebench
 
-#define HDF5_CHECK(expr)                                                                    \
-  ([&]() {                                                                                  \
-    const auto scalebench_hdf5_rc_ = (expr);                                                \
-    if (scalebench_hdf5_rc_ < 0) {                                                          \
-      throw ::scalebench::Hdf5Error(::scalebench::format_library_error(                     \
-          "HDF5", __FILE__, __LINE__, #expr, ::scalebench::hdf5_error_stack_text()));       \
-    }                                                                                       \
-    return scalebench_hdf5_rc_;                                                             \
+#define HDF5_CHECK(expr)                                                              \
+  ([&]() {                                                                            \
+    const auto scalebench_hdf5_rc_ = (expr);                                          \
+    if (scalebench_hdf5_rc_ < 0) {                                                    \
+      throw ::scalebench::Hdf5Error(::scalebench::format_library_error(               \
+          "HDF5", __FILE__, __LINE__, #expr, ::scalebench::hdf5_error_stack_text())); \
+    }                                                                                 \
+    return scalebench_hdf5_rc_;                                                       \
   }())
 
 namespace scalebench {
@@ -83,10 +83,8 @@ hid_t require_valid_id(hid_t id, const char* what);
 
 // Owning constructors, one per kind of identifier:
 //   auto file = own_file(HDF5_CHECK(H5Fopen(...)));
-#define SCALEBENCH_HDF5_OWNER(name, closer)                            \
-  inline Hdf5Handle name(hid_t id) {                                   \
-    return Hdf5Handle(require_valid_id(id, #name), closer);            \
-  }
+#define SCALEBENCH_HDF5_OWNER(name, closer) \
+  inline Hdf5Handle name(hid_t id) { return Hdf5Handle(require_valid_id(id, #name), closer); }
 SCALEBENCH_HDF5_OWNER(own_file, H5Fclose)
 SCALEBENCH_HDF5_OWNER(own_group, H5Gclose)
 SCALEBENCH_HDF5_OWNER(own_dataset, H5Dclose)

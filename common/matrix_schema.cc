@@ -158,12 +158,18 @@ std::string expected_text(const Json* schema) {
   return found == kTypes.end() ? type : found->second;
 }
 
-std::string quoted_list(const Json& values) {
-  std::vector<std::string> items;
-  for (const auto& value : values)
-    items.push_back(value.is_string() ? value.get<std::string>() : value.dump());
-  return join(items);
+/// The `enum` of `schema` or of one of its anyOf alternatives (nullptr if none).
+const Json* find_enum(const Json* schema) {
+  if (!schema) return nullptr;
+  if (schema->contains("enum")) return &schema->at("enum");
+  if (schema->contains("anyOf")) {
+    for (const auto& alternative : schema->at("anyOf")) {
+      if (alternative.contains("enum")) return &alternative.at("enum");
+    }
+  }
+  return nullptr;
 }
+
 
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
@@ -237,12 +243,12 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
     message = "expected " + expected_text(schema) + ", got " + describe_node(node);
   } else if (starts_with(text, "Failed to match against any enum")) {
     const std::string value = node.IsScalar() ? node.Scalar() : "";
-    message = describe_node(node) + " is not allowed; use one of: " +
-              (schema && schema->contains("enum") ? quoted_list(schema->at("enum")) : "?");
+    const Json* values = find_enum(schema);
     std::vector<std::string> allowed;
-    if (schema && schema->contains("enum")) {
-      for (const auto& v : schema->at("enum")) allowed.push_back(v.get<std::string>());
+    if (values) {
+      for (const auto& v : *values) allowed.push_back(v.is_string() ? v.get<std::string>() : v.dump());
     }
+    message = describe_node(node) + " is not allowed; use one of: " + join(allowed);
     const auto suggestion = closest_match(value, allowed);
     if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
   } else if (starts_with(text, "Expected number greater than")) {

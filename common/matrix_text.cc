@@ -1,6 +1,7 @@
 #include "common/matrix_text.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace scalebench {
 namespace {
@@ -96,6 +97,89 @@ void check_yaml_indentation(const std::string& text, const std::string& file,
     if (end == text.size()) break;
     start = end + 1;
     ++line;
+  }
+}
+
+namespace {
+
+/// Indentation of the line that starts at `start`.
+size_t indentation(const std::string& text, size_t start) {
+  size_t i = start;
+  while (i < text.size() && text[i] == ' ') ++i;
+  return i - start;
+}
+
+/// Index after the quoted scalar opened at text[open], or npos when it never closes.
+size_t skip_quoted(const std::string& text, size_t open) {
+  const char quote = text[open];
+  for (size_t i = open + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;
+      } else {
+        return i + 1;
+      }
+    }
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+void check_yaml_quotes(const std::string& text, const std::string& file, Diagnostics& diagnostics) {
+  bool value_start = true;
+  size_t line_start = 0;
+  int line = 1;
+  std::optional<size_t> block_indent;  // inside a | or > block scalar deeper than this
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (i == line_start && block_indent) {
+      const size_t indent = indentation(text, i);
+      const bool blank = i + indent >= text.size() || text[i + indent] == '\n';
+      if (blank || indent > *block_indent) {
+        const size_t end = text.find('\n', i);
+        if (end == std::string::npos) return;
+        i = end - 1;
+        continue;
+      }
+      block_indent.reset();
+    }
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+      value_start = true;
+    } else if (c == '#' && (i == line_start || text[i - 1] == ' ')) {
+      const size_t end = text.find('\n', i);
+      if (end == std::string::npos) return;
+      i = end - 1;
+    } else if (value_start && (c == '"' || c == '\'')) {
+      const size_t close = skip_quoted(text, i);
+      if (close == std::string::npos) {
+        diagnostics.error({file, line, static_cast<int>(i - line_start) + 1, ""},
+                          std::string("unclosed quote: the ") + c +
+                              " opened here is never closed; add the closing " + c);
+        return;
+      }
+      for (size_t k = i; k < close; ++k) {
+        if (text[k] == '\n') {
+          ++line;
+          line_start = k + 1;
+        }
+      }
+      i = close - 1;
+      value_start = false;
+    } else if (value_start && (c == '|' || c == '>')) {
+      block_indent = indentation(text, line_start);
+      value_start = false;
+    } else if (c == '[' || c == '{' || c == ',' ||
+               ((c == ':' || c == '-' || c == '?') &&
+                (i + 1 >= text.size() || text[i + 1] == ' ' || text[i + 1] == '\n'))) {
+      value_start = true;
+    } else if (c != ' ') {
+      value_start = false;
+    }
   }
 }
 

@@ -17,4 +17,8 @@ bool check_text_encoding(const std::string& text, const std::string& file,
 void check_yaml_indentation(const std::string& text, const std::string& file,
                             Diagnostics& diagnostics);
 
+/// Adds an error for a quoted scalar ("..." or '...') that is never closed. yaml-cpp 0.7
+/// silently ends such a scalar at the end of the file, swallowing the rest of it.
+void check_yaml_quotes(const std::string& text, const std::string& file, Diagnostics& diagnostics);
+
 }  // namespace scalebench

@@ -273,6 +273,7 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
   MatrixRequest request;
   request.file = file;
   check_yaml_indentation(text, file, diagnostics);
+  check_yaml_quotes(text, file, diagnostics);
   if (diagnostics.has_errors()) return request;
   YAML::Node root;
   try {

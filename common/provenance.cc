@@ -16,13 +16,13 @@
 
 namespace scalebench {
 
-const std::vector<std::string> kEnvironmentPrefixes = {"NCCL_", "CUDA_", "OMPI_", "SLURM_",
-                                                       "OMP_",  "TORCH_", "MKL_", "PMIX_"};
+const std::vector<std::string> kEnvironmentPrefixes = {"NCCL_", "CUDA_",  "OMPI_", "SLURM_",
+                                                       "OMP_",  "TORCH_", "MKL_",  "PMIX_"};
 const std::vector<std::string> kEnvironmentNames = {"HOSTNAME"};
 
 namespace {
 
-const std::array<const char*, 7> kSecretMarkers = {"TOKEN", "SECRET", "PASSW", "JWT",
+const std::array<const char*, 7> kSecretMarkers = {"TOKEN", "SECRET",     "PASSW", "JWT",
                                                    "KEY",   "CREDENTIAL", "AUTH"};
 
 bool looks_secret(std::string name) {
@@ -47,7 +47,8 @@ std::string mpi_library_version() {
   if (MPI_Get_library_version(buffer.data(), &length) != MPI_SUCCESS) return "";
   std::string text(buffer.data(), static_cast<size_t>(std::max(0, length)));
   text = text.substr(0, text.find('\n'));
-  while (!text.empty() && (text.back() == ',' || std::isspace(static_cast<unsigned char>(text.back())))) {
+  while (!text.empty() &&
+         (text.back() == ',' || std::isspace(static_cast<unsigned char>(text.back())))) {
     text.pop_back();
   }
   return text;

@@ -13,18 +13,18 @@ struct Provenance {
   std::string tool_commit;  ///< "" when the build had no git checkout
   bool tool_dirty = false;
   std::string build_type;
-  std::string torch_version;  ///< set by the caller that links LibTorch; "" otherwise
-  std::string cuda_version;   ///< set by the caller; "" on a CPU build
-  std::string nccl_version;   ///< set by the caller; "" without NCCL
-  std::string mpi_version;    ///< MPI_Get_library_version, first line
-  std::string hdf5_version;   ///< H5get_libversion, "1.10.8"
+  std::string torch_version;       ///< set by the caller that links LibTorch; "" otherwise
+  std::string cuda_version;        ///< set by the caller; "" on a CPU build
+  std::string nccl_version;        ///< set by the caller; "" without NCCL
+  std::string mpi_version;         ///< MPI_Get_library_version, first line
+  std::string hdf5_version;        ///< H5get_libversion, "1.10.8"
   std::vector<std::string> hosts;  ///< distinct hostnames of the job (set by the caller)
   std::string devices = "[]";      ///< JSON list of {"rank","host","device"} (set by the caller)
   int mpi_size = 0;
   std::vector<std::string> argv;
   std::string matrix_path;
   std::string matrix_text;
-  std::string matrix_hash;  ///< see matrix_hash()
+  std::string matrix_hash;                         ///< see matrix_hash()
   std::map<std::string, std::string> environment;  ///< allowlisted only
   std::string start_time;                          ///< ISO 8601 UTC
 };

@@ -62,8 +62,8 @@ void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResu
   for (size_t g = 0; g < ranks.size(); ++g) {
     const RankResult& r = ranks[g];
     for (size_t c = 0; c < r.phases.size(); ++c) {
-      const auto column = static_cast<size_t>(
-          std::find(phases.begin(), phases.end(), r.phases[c]) - phases.begin());
+      const auto column = static_cast<size_t>(std::find(phases.begin(), phases.end(), r.phases[c]) -
+                                              phases.begin());
       for (size_t i = 0; i < r.iterations(); ++i) {
         values[(g * rows + i) * columns + column] = r.timings_s[i * r.phases.size() + c];
       }
@@ -78,8 +78,9 @@ void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResu
   const Hdf5Handle dataset = h5::write_double_dataset(group, "timings", {world, rows, columns},
                                                       values, chunk, kTimingGzipLevel);
   h5::write_string_attribute(dataset, "phases", nlohmann::json(phases).dump());
-  h5::write_int64_attribute(dataset, "warmup_iterations",
-                            ranks.empty() ? cell.warmup_iterations : ranks.front().warmup_iterations);
+  h5::write_int64_attribute(
+      dataset, "warmup_iterations",
+      ranks.empty() ? cell.warmup_iterations : ranks.front().warmup_iterations);
   h5::write_string_attribute(dataset, "iterations_per_rank", rows_per_rank.dump());
 }
 
@@ -105,10 +106,9 @@ void write_rank_metrics(hid_t group, const std::vector<RankResult>& ranks) {
 
 Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell) {
   const Hdf5Handle cells = own_group(HDF5_CHECK(H5Gopen2(file, kCellsGroup, H5P_DEFAULT)));
-  Hdf5Handle group =
-      h5::has_link(cells, cell.cell_id)
-          ? own_group(HDF5_CHECK(H5Gopen2(cells, cell.cell_id.c_str(), H5P_DEFAULT)))
-          : h5::create_group(cells, cell.cell_id);
+  Hdf5Handle group = h5::has_link(cells, cell.cell_id)
+                         ? own_group(HDF5_CHECK(H5Gopen2(cells, cell.cell_id.c_str(), H5P_DEFAULT)))
+                         : h5::create_group(cells, cell.cell_id);
   write_spec_attributes(group, cell);
   return group;
 }

@@ -68,8 +68,7 @@ nlohmann::json read_results_overview(const std::filesystem::path& path) {
     parse_json_member(provenance, key);
   }
   nlohmann::json cells = nlohmann::json::object();
-  const Hdf5Handle group =
-      own_group(HDF5_CHECK(H5Gopen2(file, results::kCellsGroup, H5P_DEFAULT)));
+  const Hdf5Handle group = own_group(HDF5_CHECK(H5Gopen2(file, results::kCellsGroup, H5P_DEFAULT)));
   for (const auto& id : h5::link_names(group)) cells[id] = read_cell(group, id);
   return {{"path", path.string()},
           {"layout_version", version},

@@ -225,8 +225,8 @@ std::map<std::string, StoredCell> ResultsStore::cells() const {
     const std::string status = h5::read_string_attribute(cell, "status");
     const auto parsed = parse_cell_status(status);
     if (!parsed) {
-      throw InputError("results file " + path_.string() + ": cell " + id +
-                       " has unknown status '" + status + "'");
+      throw InputError("results file " + path_.string() + ": cell " + id + " has unknown status '" +
+                       status + "'");
     }
     stored.status = *parsed;
     stored.reason = h5::read_string_attribute(cell, "reason");
@@ -261,7 +261,8 @@ void ResultsStore::mark_skipped(const CellSpec& cell, const std::string& reason)
 
 void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankResult>& ranks) {
   if (ranks.empty()) {
-    throw Error("complete_cell(" + cell.cell_id + "): no rank results; use "
+    throw Error("complete_cell(" + cell.cell_id +
+                "): no rank results; use "
                 "finish_cell_without_results for a cell without results");
   }
   const CellSummary summary = summarize_cell(cell, ranks);

@@ -8,7 +8,8 @@
 //   "hang"   never returns (the rank-0 watchdog must end the job)
 //   "fatal"  throws FatalError (the job ends)
 // Every cell that gets past those runs one MPI_Allreduce over the group (proving the
-// group works); ok cells then sleep SCALEBENCH_FAKE_CELL_S seconds (default 0), and returns ok timings.
+// group works); ok cells then sleep SCALEBENCH_FAKE_CELL_S seconds (default 0), and returns ok
+// timings.
 #pragma once
 
 #include <chrono>

@@ -6,7 +6,8 @@
 
 int main(int argc, char** argv) {
   const scalebench::WorkerFactory worker{
-      scalebench::testing_fake::make_fake_cell_runner,
-      [] { return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}}; }};
+      scalebench::testing_fake::make_fake_cell_runner, [] {
+        return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}};
+      }};
   return scalebench::run_cli(argc, argv, worker);
 }

@@ -51,7 +51,7 @@ void write_file(const fs::path& path, const std::string& text) {
 }
 
 int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "scalebench");
+  args.insert(args.begin(), {"scalebench", "run"});
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   const WorkerFactory worker{testing_fake::make_fake_cell_runner, {}};

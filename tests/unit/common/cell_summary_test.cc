@@ -39,16 +39,17 @@ const std::vector<std::string> kTrainPhases = {"forward", "step"};
 TEST(CellSummary, TrainUsesSlowestRankPerIterationAndSkipsWarmup) {
   // Warm-up row (10 s) must be ignored. Per measured iteration, max over ranks of step:
   //   it1: max(1.0, 1.1) = 1.1; it2: max(1.2, 1.0) = 1.2; it3: 1.0; it4: 1.05; it5: 1.1
-  const auto r0 = make_rank(0, kTrainPhases, 1,
-                            {{9.0, 10.0}, {0.4, 1.0}, {0.6, 1.2}, {0.4, 1.0}, {0.5, 1.05}, {0.4, 1.1}},
-                            {{"param_checksum", 123.456}, {"peak_allocated_bytes", 100.0}});
-  const auto r1 = make_rank(1, kTrainPhases, 1,
-                            {{9.0, 10.0}, {0.6, 1.1}, {0.4, 1.0}, {0.2, 0.9}, {0.5, 1.0}, {0.4, 1.1}},
-                            {{"param_checksum", 123.456}, {"peak_allocated_bytes", 300.0}});
+  const auto r0 =
+      make_rank(0, kTrainPhases, 1,
+                {{9.0, 10.0}, {0.4, 1.0}, {0.6, 1.2}, {0.4, 1.0}, {0.5, 1.05}, {0.4, 1.1}},
+                {{"param_checksum", 123.456}, {"peak_allocated_bytes", 100.0}});
+  const auto r1 = make_rank(
+      1, kTrainPhases, 1, {{9.0, 10.0}, {0.6, 1.1}, {0.4, 1.0}, {0.2, 0.9}, {0.5, 1.0}, {0.4, 1.1}},
+      {{"param_checksum", 123.456}, {"peak_allocated_bytes", 300.0}});
   const CellSummary s = summarize_cell(train_cell(2, 8), {r0, r1});
   EXPECT_EQ("step", s.metric);
   EXPECT_EQ(5u, s.time.count);
-  EXPECT_NEAR(1.1, s.time.median, 1e-12);       // sorted: 1.0 1.05 1.1 1.1 1.2
+  EXPECT_NEAR(1.1, s.time.median, 1e-12);  // sorted: 1.0 1.05 1.1 1.1 1.2
   EXPECT_NEAR(1.09, s.time.mean, 1e-12);
   EXPECT_NEAR(1.0, s.time.min, 1e-12);
   EXPECT_NEAR(1.2, s.time.max, 1e-12);
@@ -85,8 +86,8 @@ TEST(CellSummary, ReplicasOutOfSyncInvalidates) {
 }
 
 TEST(CellSummary, TooFewIterationsAndHighCvAreFlagged) {
-  const auto few = make_rank(0, kTrainPhases, 0, {{0, 1}, {0, 1}, {0, 1}, {0, 1}},
-                             {{"param_checksum", 1.0}});
+  const auto few =
+      make_rank(0, kTrainPhases, 0, {{0, 1}, {0, 1}, {0, 1}, {0, 1}}, {{"param_checksum", 1.0}});
   const CellSummary s_few = summarize_cell(train_cell(1, 1), {few});
   EXPECT_EQ(4u, s_few.time.count);
   EXPECT_FALSE(s_few.valid_enough_iterations);
@@ -110,8 +111,9 @@ TEST(CellSummary, InferenceThroughputIsSamplesOverSlowestRankSum) {
   const std::vector<std::string> phases = {"forward", "batch"};
   // rank 0: warm-up 5.0, then 4 batches: 0.1 0.2 0.1 0.2 (sum 0.6)
   // rank 1: warm-up 5.0, then 3 batches: 0.3 0.3 0.3      (sum 0.9, slowest)
-  const auto r0 = make_rank(0, phases, 1, {{4, 5.0}, {0.05, 0.1}, {0.1, 0.2}, {0.05, 0.1}, {0.1, 0.2}},
-                            {{"peak_rss_bytes", 50.0}});
+  const auto r0 =
+      make_rank(0, phases, 1, {{4, 5.0}, {0.05, 0.1}, {0.1, 0.2}, {0.05, 0.1}, {0.1, 0.2}},
+                {{"peak_rss_bytes", 50.0}});
   const auto r1 = make_rank(1, phases, 1, {{4, 5.0}, {0.2, 0.3}, {0.2, 0.3}, {0.2, 0.3}},
                             {{"peak_rss_bytes", 70.0}});
   const CellSummary s = summarize_cell(cell, {r0, r1});
@@ -121,7 +123,7 @@ TEST(CellSummary, InferenceThroughputIsSamplesOverSlowestRankSum) {
   EXPECT_NEAR(0.3, s.time.max, 1e-12);
   EXPECT_NEAR(70.0 / 0.9, s.throughput_samples_per_s, 1e-9);
   EXPECT_NEAR(35.0 / 0.9, s.samples_per_s_per_worker, 1e-9);
-  EXPECT_EQ(70.0, s.peak_memory_bytes);  // no GPU metric: peak RSS
+  EXPECT_EQ(70.0, s.peak_memory_bytes);   // no GPU metric: peak RSS
   EXPECT_TRUE(s.valid_replicas_in_sync);  // not applicable to inference
 
   // Every rank reporting its `samples` overrides the spec's dataset size.

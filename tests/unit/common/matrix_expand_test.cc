@@ -164,7 +164,9 @@ TEST(MatrixExpandTest, CellIdsAreStableAndChangeWithTheSpec) {
   size_t kept = 0;
   for (const auto& cell : third.cells) {
     kept += ids.count(cell.cell_id);
-    if (cell.batch_size == 32) EXPECT_EQ(ids.count(cell.cell_id), 0U);
+    if (cell.batch_size == 32) {
+      EXPECT_EQ(ids.count(cell.cell_id), 0U);
+    }
   }
   EXPECT_EQ(kept, 8U);  // the batch-8 cells keep their ids
 }
@@ -265,6 +267,30 @@ TEST(MatrixSummaryTest, SummaryCountsCells) {
   const auto text = summarize(m);
   EXPECT_EQ(text.rfind("16 cells (2 experiments", 0), 0U) << text;
   EXPECT_NE(text.find("batch sizes 8,16"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace scalebench
+
+namespace scalebench {
+namespace {
+
+TEST(MatrixValidFilesTest, EveryValidFileLoads) {
+  const auto dir = std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "matrix" / "valid";
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_NO_THROW(load_matrix(entry.path())) << entry.path();
+  }
+  EXPECT_GE(files, 1U);
+}
+
+TEST(MatrixValidFilesTest, QuotedNamesAreUnquoted) {
+  const auto m = load_matrix(std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "matrix" / "valid" /
+                             "quoting.yaml");
+  EXPECT_EQ(m.name, "quoting");
+  EXPECT_EQ(m.cells.size(), 4U);
+  EXPECT_EQ(m.cells.front().experiment, "single-'quoted'");
 }
 
 }  // namespace

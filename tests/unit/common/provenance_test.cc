@@ -15,22 +15,37 @@ namespace {
 
 TEST(AllowlistedEnvironment, KeepsOnlyListedPrefixesAndDropsSecrets) {
   std::vector<std::string> entries = {
-      "NCCL_DEBUG=INFO",        "CUDA_VISIBLE_DEVICES=0,1", "OMPI_COMM_WORLD_SIZE=3",
-      "SLURM_JOB_ID=42",        "OMP_NUM_THREADS=4",        "TORCH_CUDNN_V8_API=1",
-      "MKL_NUM_THREADS=2",      "PMIX_RANK=0",              "HOSTNAME=node1",
-      "HOME=/root",             "AWS_SECRET_ACCESS_KEY=x",  "PATH=/usr/bin",
-      "SLURM_JWT=eyJhbGciOi",   "NCCL_IB_AUTH_TOKEN=t",     "CUDA_API_KEY=k",
-      "HOSTNAMES=not-exact",    "nccl_debug=lowercase",     "NOEQUALS",
-      "SLURM_EMPTY=",           "OMPI_MCA_x=a=b",
+      "NCCL_DEBUG=INFO",
+      "CUDA_VISIBLE_DEVICES=0,1",
+      "OMPI_COMM_WORLD_SIZE=3",
+      "SLURM_JOB_ID=42",
+      "OMP_NUM_THREADS=4",
+      "TORCH_CUDNN_V8_API=1",
+      "MKL_NUM_THREADS=2",
+      "PMIX_RANK=0",
+      "HOSTNAME=node1",
+      "HOME=/root",
+      "AWS_SECRET_ACCESS_KEY=x",
+      "PATH=/usr/bin",
+      "SLURM_JWT=eyJhbGciOi",
+      "NCCL_IB_AUTH_TOKEN=t",
+      "CUDA_API_KEY=k",
+      "HOSTNAMES=not-exact",
+      "nccl_debug=lowercase",
+      "NOEQUALS",
+      "SLURM_EMPTY=",
+      "OMPI_MCA_x=a=b",
   };
   std::vector<char*> envp;
   for (auto& e : entries) envp.push_back(e.data());
   envp.push_back(nullptr);
   const std::map<std::string, std::string> expected = {
-      {"NCCL_DEBUG", "INFO"},     {"CUDA_VISIBLE_DEVICES", "0,1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
-      {"SLURM_JOB_ID", "42"},     {"OMP_NUM_THREADS", "4"},        {"TORCH_CUDNN_V8_API", "1"},
-      {"MKL_NUM_THREADS", "2"},   {"PMIX_RANK", "0"},              {"HOSTNAME", "node1"},
-      {"SLURM_EMPTY", ""},        {"OMPI_MCA_x", "a=b"},
+      {"NCCL_DEBUG", "INFO"},        {"CUDA_VISIBLE_DEVICES", "0,1"},
+      {"OMPI_COMM_WORLD_SIZE", "3"}, {"SLURM_JOB_ID", "42"},
+      {"OMP_NUM_THREADS", "4"},      {"TORCH_CUDNN_V8_API", "1"},
+      {"MKL_NUM_THREADS", "2"},      {"PMIX_RANK", "0"},
+      {"HOSTNAME", "node1"},         {"SLURM_EMPTY", ""},
+      {"OMPI_MCA_x", "a=b"},
   };
   EXPECT_EQ(expected, allowlisted_environment(envp.data()));
   EXPECT_TRUE(allowlisted_environment(nullptr).empty());
@@ -50,8 +65,8 @@ TEST(MatrixHash, OrderIndependentSixteenHexDigitsOfSortedIds) {
 }
 
 TEST(Iso8601, UtcSecondsWithZ) {
-  EXPECT_TRUE(std::regex_match(iso8601_utc_now(),
-                               std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
+  EXPECT_TRUE(
+      std::regex_match(iso8601_utc_now(), std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
 }
 
 TEST(CollectProvenance, FillsToolLibrariesAndInputs) {

@@ -110,7 +110,8 @@ TEST(ResultsDurability, CostOfTwoHundredCells) {
     store.mark_running(cell, {1, 2});
     store.complete_cell(cell, testing_util::full_results(cell));
     update_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before).count() /
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before)
+            .count() /
         2.0);
   }
   const double total_s =

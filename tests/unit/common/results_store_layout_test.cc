@@ -60,8 +60,8 @@ herr_t list_object(hid_t root, const char* name, const H5O_info_t* info, void* c
   if (info->type == H5O_TYPE_DATASET) {
     const Hdf5Handle type = own_datatype(HDF5_CHECK(H5Dget_type(object)));
     const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Dget_space(object)));
-    kind = "dataset " + type_name(type) + " rank " +
-           std::to_string(H5Sget_simple_extent_ndims(space));
+    kind =
+        "dataset " + type_name(type) + " rank " + std::to_string(H5Sget_simple_extent_ndims(space));
   }
   const std::string shown = renamed(path, listing.renames);
   listing.lines.push_back(shown + " " + kind);
@@ -96,9 +96,9 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   store.finish_cell_without_results(timeout, CellStatus::kTimeout, "step", "timeout");
   store.set_end_time("2024-01-02T05:00:00Z");
 
-  const std::string actual = layout_listing(
-      path, {{ok.cell_id, "ok-cell"}, {skipped.cell_id, "skipped-cell"},
-             {timeout.cell_id, "timeout-cell"}});
+  const std::string actual = layout_listing(path, {{ok.cell_id, "ok-cell"},
+                                                   {skipped.cell_id, "skipped-cell"},
+                                                   {timeout.cell_id, "timeout-cell"}});
   const std::filesystem::path golden =
       std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "layout_v1.txt";
   if (const char* update = std::getenv("SCALEBENCH_UPDATE_GOLDEN"); update && *update == '1') {

@@ -102,8 +102,10 @@ TEST(ResultsStore, MarkRunningThenCompleteReadsBack) {
     for (size_t p = 0; p < 7; ++p) {
       EXPECT_EQ(testing_util::fake_time_s(7, 0, i, p), timings[(0 * 8 + i) * 7 + p]);
       const double r1 = timings[(1 * 8 + i) * 7 + p];
-      if (i < 5) EXPECT_EQ(testing_util::fake_time_s(7, 1, i, p), r1);
-      else EXPECT_TRUE(std::isnan(r1)) << i << "," << p;
+      if (i < 5)
+        EXPECT_EQ(testing_util::fake_time_s(7, 1, i, p), r1);
+      else
+        EXPECT_TRUE(std::isnan(r1)) << i << "," << p;
     }
   }
   const Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dopen2(group, "timings", H5P_DEFAULT)));
@@ -117,15 +119,18 @@ TEST(ResultsStore, MarkRunningThenCompleteReadsBack) {
 
   EXPECT_EQ((std::vector<hsize_t>{2, 4}), h5::dataset_dims(group, "rank_metrics"));
   const auto metrics = h5::read_double_dataset(group, "rank_metrics");
-  const Hdf5Handle metrics_set = own_dataset(HDF5_CHECK(H5Dopen2(group, "rank_metrics", H5P_DEFAULT)));
+  const Hdf5Handle metrics_set =
+      own_dataset(HDF5_CHECK(H5Dopen2(group, "rank_metrics", H5P_DEFAULT)));
   EXPECT_EQ(R"(["final_loss","loop_wall_s","param_checksum","peak_rss_bytes"])",
             h5::read_string_attribute(metrics_set, "names"));
   EXPECT_EQ(0.25, metrics[0]);
   EXPECT_TRUE(std::isnan(metrics[1]));  // rank 0 has no loop_wall_s
   EXPECT_TRUE(std::isnan(metrics[4]));  // rank 1 has no final_loss
   EXPECT_EQ(3.5, metrics[5]);
-  EXPECT_EQ((std::vector<std::string>{"host0", "host0"}), h5::read_string_dataset(group, "rank_hosts"));
-  EXPECT_EQ((std::vector<std::string>{"cpu", "cpu"}), h5::read_string_dataset(group, "rank_devices"));
+  EXPECT_EQ((std::vector<std::string>{"host0", "host0"}),
+            h5::read_string_dataset(group, "rank_hosts"));
+  EXPECT_EQ((std::vector<std::string>{"cpu", "cpu"}),
+            h5::read_string_dataset(group, "rank_devices"));
 
   const CellSummary expected = summarize_cell(cell, ranks);
   const auto summary = read_results_overview(path)["cells"][cell.cell_id]["summary"];
@@ -134,10 +139,12 @@ TEST(ResultsStore, MarkRunningThenCompleteReadsBack) {
   EXPECT_EQ(expected.time.median, summary["median_s"].get<double>());
   EXPECT_EQ(expected.time.p99, summary["p99_s"].get<double>());
   EXPECT_EQ(expected.throughput_samples_per_s, summary["throughput_samples_per_s"].get<double>());
-  EXPECT_EQ(expected.phase_median_s.at("comm_wait"), summary["phase_median_s_comm_wait"].get<double>());
+  EXPECT_EQ(expected.phase_median_s.at("comm_wait"),
+            summary["phase_median_s_comm_wait"].get<double>());
   EXPECT_EQ(2e6, summary["peak_memory_bytes"].get<double>());
   EXPECT_EQ(expected.valid ? 1 : 0, summary["valid"].get<int>());
-  EXPECT_EQ(expected.valid_enough_iterations ? 1 : 0, summary["valid_enough_iterations"].get<int>());
+  EXPECT_EQ(expected.valid_enough_iterations ? 1 : 0,
+            summary["valid_enough_iterations"].get<int>());
   EXPECT_EQ(expected.valid_cv ? 1 : 0, summary["valid_cv"].get<int>());
   EXPECT_EQ(1, summary["valid_replicas_in_sync"].get<int>());
 }
@@ -190,9 +197,10 @@ TEST(ResultsStore, RefusesToOverwriteWithoutForce) {
     auto store = ResultsStore::create(path, testing_util::test_provenance(kHash), false);
     store.mark_skipped(testing_util::train_cell(1), "x");
   }
-  EXPECT_EQ("results file " + path.string() +
-                " exists; pass --force to overwrite or --resume to continue",
-            error_of([&] { ResultsStore::create(path, testing_util::test_provenance(kHash), false); }));
+  EXPECT_EQ(
+      "results file " + path.string() +
+          " exists; pass --force to overwrite or --resume to continue",
+      error_of([&] { ResultsStore::create(path, testing_util::test_provenance(kHash), false); }));
   EXPECT_EQ(1u, ResultsStore::open_for_resume(path, kHash).cells().size());  // untouched
   auto fresh = ResultsStore::create(path, testing_util::test_provenance("ffff"), true);
   EXPECT_TRUE(fresh.cells().empty());
@@ -207,7 +215,8 @@ TEST(ResultsStore, ResumeChecksHashAndCountsRuns) {
     store.set_end_time("2024-01-02T04:00:00Z");
     EXPECT_EQ("2024-01-02T04:00:00Z", read_results_overview(path)["provenance"]["end_time"]);
   }
-  const std::string changed = error_of([&] { ResultsStore::open_for_resume(path, "0000000000000000"); });
+  const std::string changed =
+      error_of([&] { ResultsStore::open_for_resume(path, "0000000000000000"); });
   EXPECT_THAT(changed, HasSubstr("another matrix"));
   EXPECT_THAT(changed, HasSubstr(kHash));
   EXPECT_THAT(changed, HasSubstr("--force"));

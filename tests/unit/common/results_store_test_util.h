@@ -20,7 +20,8 @@ namespace scalebench::testing_util {
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::path(::testing::TempDir()) / "sb-store-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::path(::testing::TempDir()) / "sb-store-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path_ = pattern;
   }
@@ -92,8 +93,8 @@ inline RankResult rank_result(const CellSpec& cell, int group_rank, size_t itera
 inline std::vector<RankResult> full_results(const CellSpec& cell) {
   std::vector<RankResult> ranks;
   for (int g = 0; g < cell.world_size; ++g) {
-    ranks.push_back(
-        rank_result(cell, g, static_cast<size_t>(cell.warmup_iterations + cell.measured_iterations)));
+    ranks.push_back(rank_result(
+        cell, g, static_cast<size_t>(cell.warmup_iterations + cell.measured_iterations)));
   }
   return ranks;
 }

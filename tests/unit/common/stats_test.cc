@@ -1,4 +1,4 @@
-// Table-driven tests of common/stats against values computed with numpy 
+// Table-driven tests of common/stats against values computed with numpy
 // (np.mean, np.median, np.std(ddof=1), np.percentile default "linear" method).
 #include "common/stats.h"
 
@@ -37,8 +37,8 @@ const std::vector<SummaryCase>& summary_cases() {
         0.040639999999999996, 0.13774300297669625}},
       {"ties",
        {2.0, 2.0, 2.0, 5.0},
-       {4, 2.75, 2.0, 1.5, 2.0, 5.0, 2.0, 4.1000000000000005, 4.549999999999999,
-        4.909999999999999, 0.5454545454545454}},
+       {4, 2.75, 2.0, 1.5, 2.0, 5.0, 2.0, 4.1000000000000005, 4.549999999999999, 4.909999999999999,
+        0.5454545454545454}},
       {"spread",
        {1e-3, 2.5e-3, 7e-4, 1.2e-2, 3.3e-3, 9.9e-4, 4.1e-3, 2.2e-3, 5.5e-3, 1.1e-3, 6.0e-4},
        {11, 0.00309, 0.0022, 0.0033474019776537148, 0.0006, 0.012, 0.0022, 0.0055, 0.00875,
