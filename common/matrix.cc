@@ -21,14 +21,14 @@ std::string lower_extension(const std::filesystem::path& path) {
   return extension;
 }
 
+/// Distinct values of `member` over `cells`, sorted, joined with commas.
 template <typename T, typename Format>
 std::string distinct(const std::vector<CellSpec>& cells, T CellSpec::*member, Format format) {
-  std::vector<std::string> values;
-  for (const auto& cell : cells) {
-    auto text = format(cell.*member);
-    if (std::find(values.begin(), values.end(), text) == values.end()) values.push_back(text);
-  }
-  return join(values, ",");
+  std::set<T> values;
+  for (const auto& cell : cells) values.insert(cell.*member);
+  std::vector<std::string> texts;
+  for (const auto& value : values) texts.push_back(format(value));
+  return join(texts, ",");
 }
 
 }  // namespace
@@ -91,7 +91,8 @@ std::string summarize(const ExpandedMatrix& matrix) {
   const auto number = [](auto value) { return std::to_string(value); };
   const auto name = [](auto value) { return to_string(value); };
   std::string text = std::to_string(cells.size()) + " cells (" +
-                     std::to_string(experiments.size()) + " experiments";
+                     std::to_string(experiments.size()) +
+                     (experiments.size() == 1 ? " experiment" : " experiments");
   if (!matrix.branches.empty()) text += ", branches " + join(matrix.branches, ",");
   text += ", modes " + distinct(cells, &CellSpec::mode, name) + ", batch sizes " +
           distinct(cells, &CellSpec::batch_size, number) + ", world sizes " +

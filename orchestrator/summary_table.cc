@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 namespace scalebench {
 namespace {
@@ -78,8 +79,10 @@ std::vector<SummaryRow> summary_rows(const nlohmann::json& overview) {
   } else if (cells.is_array()) {
     for (const auto& cell : cells) rows.push_back(row_of("", cell));
   }
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.cell_id < b.cell_id; });
+  std::sort(rows.begin(), rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
+    return std::tie(a.branch, a.experiment, a.mode, a.world_size, a.batch_size, a.cell_id) <
+           std::tie(b.branch, b.experiment, b.mode, b.world_size, b.batch_size, b.cell_id);
+  });
   return rows;
 }
 
@@ -129,7 +132,9 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
 }
 
 nlohmann::json info_json(const std::string& file, const nlohmann::json& overview) {
-  const auto rows = summary_rows(overview);
+  auto rows = summary_rows(overview);
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.cell_id < b.cell_id; });
   nlohmann::json counts = nlohmann::json::object();
   for (const auto& [status, count] : status_counts(rows)) counts[status] = count;
   nlohmann::json cells = nlohmann::json::array();

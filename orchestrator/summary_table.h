@@ -26,7 +26,8 @@ struct SummaryRow {
   std::string reason;
 };
 
-/// Rows of the cells of an overview (read_results_overview), in cell-id order. Missing
+/// Rows of the cells of an overview (read_results_overview), sorted by branch, experiment,
+/// mode, world size, batch size. Missing
 /// summaries give NaN times and no validity.
 std::vector<SummaryRow> summary_rows(const nlohmann::json& overview);
 
