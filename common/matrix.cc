@@ -80,8 +80,22 @@ ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::st
   matrix.repo = request.repo;
   matrix.branches = request.branches;
   matrix.scheduling = request.scheduling;
+  matrix.prepare.argv = request.prepare_argv.value.value_or(std::vector<std::string>{});
+  matrix.prepare.timeout_s = request.prepare_timeout_s.value.value_or(matrix.prepare.timeout_s);
+  for (const auto& experiment : request.experiments) {
+    if (!experiment.prepare_argv.value && !experiment.prepare_timeout_s.value) continue;
+    PrepareSpec own = matrix.prepare;
+    if (experiment.prepare_argv.value) own.argv = *experiment.prepare_argv.value;
+    if (experiment.prepare_timeout_s.value) own.timeout_s = *experiment.prepare_timeout_s.value;
+    matrix.experiment_prepare[experiment.name] = own;
+  }
   matrix.warnings = diagnostics.warning_lines();
   return matrix;
+}
+
+const PrepareSpec& prepare_of(const ExpandedMatrix& matrix, const CellSpec& cell) {
+  const auto it = matrix.experiment_prepare.find(cell.experiment);
+  return it == matrix.experiment_prepare.end() ? matrix.prepare : it->second;
 }
 
 std::string summarize(const ExpandedMatrix& matrix) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ struct MatrixLimits {
   int max_world_size = 1024;  ///< world sizes above are "impossible" (validate --max-world-size)
 };
 
+/// A `prepare:` step: run once per branch in the branch's worktree (see docs/branches.md).
+struct PrepareSpec {
+  std::vector<std::string> argv;  ///< empty = no prepare step
+  double timeout_s = 600.0;
+  bool operator==(const PrepareSpec&) const = default;
+};
+
 /// A loaded, expanded matrix.
 struct ExpandedMatrix {
   std::filesystem::path path;         ///< the file as given
@@ -30,6 +38,9 @@ struct ExpandedMatrix {
   std::string repo;                   ///< "" when the matrix has no repo
   std::vector<std::string> branches;  ///< as written; empty when no repo
   std::string scheduling;             ///< "exclusive" (default) or "packed"
+  PrepareSpec prepare;                ///< top-level `prepare` / `prepare_timeout_s`
+  /// Experiments whose own `prepare` or `prepare_timeout_s` replaces the top-level one.
+  std::map<std::string, PrepareSpec> experiment_prepare;
   std::vector<CellSpec> cells;        ///< finalized (cell_id set); `source` = "file:line"
   std::vector<std::string> warnings;  ///< non-fatal findings (e.g. exclude rules matching nothing)
 };
@@ -49,6 +60,9 @@ ExpandedMatrix load_matrix(const std::filesystem::path& path, const MatrixLimits
 /// Same, for text already in memory (`path` is used for messages and the format only).
 ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::string& text,
                                 const MatrixLimits& limits = {});
+
+/// The prepare step of `cell`'s experiment: its own, else the matrix's top-level one.
+const PrepareSpec& prepare_of(const ExpandedMatrix& matrix, const CellSpec& cell);
 
 /// One-line summary for `scalebench validate`: "12 cells (2 experiments, 2 modes, ...)".
 std::string summarize(const ExpandedMatrix& matrix);

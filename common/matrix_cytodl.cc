@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "common/git_repo.h"
 #include "common/matrix_csv.h"
 #include "common/matrix_request.h"
 #include "common/matrix_text.h"
@@ -166,6 +167,9 @@ class RowReader {
     if (branch.empty() || branch[0] == '-' || branch.find_first_of(" \t") != std::string::npos) {
       error(field, "branch",
             "'" + field.value + "' is not a git ref; write a branch name (not starting with '-')");
+    } else if (const auto problem = ref_syntax_problem(branch); !problem.empty()) {
+      error(field, "branch",
+            "'" + field.value + "' is not a git ref: it " + problem + "; write a branch name");
     }
     experiment.only_branch = branch;
   }

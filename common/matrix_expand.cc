@@ -243,6 +243,11 @@ std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch)
           cell.precision = precision;
           if (mode == Mode::kInfer) {
             cell.optimizer = default_optimizer;  // unused by inference; keeps ids stable
+            // The effective dataset size is explicit in the cell (and so in the results file):
+            // unset means one measured pass of full batches on every rank.
+            if (cell.samples == 0) {
+              cell.samples = batch * world * cell.measured_iterations;
+            }
           } else {
             cell.checkpoint.clear();
             cell.samples = 0;

@@ -72,6 +72,8 @@ struct ExperimentRequest {
   std::string checkpoint;
   SettingsRequest settings;
   std::optional<std::string> only_branch;  ///< CSV rows name one branch; YAML: all branches
+  Setting<std::vector<std::string>> prepare_argv;  ///< `prepare`
+  Setting<double> prepare_timeout_s;
 };
 
 /// Removes the cells that match every key that is set.
@@ -91,6 +93,8 @@ struct MatrixRequest {
   std::string repo;
   std::vector<std::string> branches;
   std::string scheduling = "exclusive";
+  Setting<std::vector<std::string>> prepare_argv;  ///< top-level `prepare`
+  Setting<double> prepare_timeout_s;
   SettingsRequest defaults;  ///< `defaults` and `sweep`
   std::vector<ExperimentRequest> experiments;
   std::vector<ExcludeRule> excludes;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/git_repo.h"
 #include "common/matrix_request.h"
 #include "common/matrix_schema.h"
 #include "common/matrix_text.h"
@@ -168,11 +169,25 @@ void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRe
   }
 }
 
+/// `prepare` and `prepare_timeout_s` of `map` (the top level or an experiment).
+void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader,
+                  Setting<std::vector<std::string>>& argv, Setting<double>& timeout_s) {
+  if (const auto node = map["prepare"]) {
+    const std::string at = child_path(path, "prepare");
+    reader.set(argv, reader.list<std::string>(node, at, "arguments"), node, at);
+  }
+  if (const auto node = map["prepare_timeout_s"]) {
+    const std::string at = child_path(path, "prepare_timeout_s");
+    reader.set(timeout_s, reader.scalar<double>(node, at, "a number"), node, at);
+  }
+}
+
 ExperimentRequest read_experiment(const YAML::Node& node, const std::string& path, Reader& reader,
                                   Diagnostics& diagnostics) {
   ExperimentRequest experiment;
   experiment.where = reader.where(node, path);
   reader.settings(node, path, experiment.settings);
+  read_prepare(node, path, reader, experiment.prepare_argv, experiment.prepare_timeout_s);
   if (node["mode"] && node["modes"]) {
     diagnostics.error(reader.where(node["modes"], path + ".modes"),
                       "both mode and modes are set; keep one of them");
@@ -244,6 +259,21 @@ ExcludeRule read_exclude(const YAML::Node& node, const std::string& path, Reader
   return rule;
 }
 
+/// A prepare step runs in a branch's worktree: without repo/branches there is none.
+void check_prepare_has_branches(const MatrixRequest& request, Diagnostics& diagnostics) {
+  if (!request.branches.empty()) return;
+  std::vector<SourceLocation> places;
+  if (request.prepare_argv.value) places.push_back(request.prepare_argv.where);
+  for (const auto& experiment : request.experiments) {
+    if (experiment.prepare_argv.value) places.push_back(experiment.prepare_argv.where);
+  }
+  for (const auto& where : places) {
+    diagnostics.error(where,
+                      "prepare runs in a branch's worktree and needs repo and branches; add "
+                      "repo: <path> and branches: [<ref>, ...], or remove prepare");
+  }
+}
+
 void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& request,
                     Diagnostics& diagnostics) {
   if (root["name"])
@@ -254,6 +284,14 @@ void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& reque
   if (const auto branches = root["branches"]) {
     request.branches =
         reader.list<std::string>(branches, "branches", "refs").value_or(std::vector<std::string>{});
+    for (size_t i = 0; i < request.branches.size(); ++i) {
+      const std::string path = "branches[" + std::to_string(i) + "]";
+      if (const auto problem = ref_syntax_problem(request.branches[i]); !problem.empty()) {
+        diagnostics.error(reader.where(branches[i], path),
+                          "ref '" + request.branches[i] + "' is refused: it " + problem +
+                              "; write a branch, tag or full commit id");
+      }
+    }
     if (request.repo.empty()) {
       diagnostics.error(reader.where(branches, "branches"),
                         "branches need a repo; add repo: <path or URL>");
@@ -262,6 +300,7 @@ void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& reque
     diagnostics.error(reader.where(root["repo"], "repo"),
                       "repo without branches; add branches: [<ref>, ...]");
   }
+  read_prepare(root, "", reader, request.prepare_argv, request.prepare_timeout_s);
   if (root["defaults"]) reader.settings(root["defaults"], "defaults", request.defaults);
   if (root["sweep"]) reader.settings(root["sweep"], "sweep", request.defaults);
 }
@@ -309,6 +348,7 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
     }
     request.experiments.push_back(std::move(experiment));
   }
+  check_prepare_has_branches(request, diagnostics);
   if (const auto excludes = root["exclude"]) {
     for (size_t i = 0; i < excludes.size(); ++i) {
       request.excludes.push_back(

@@ -104,12 +104,15 @@ void write_rank_metrics(hid_t group, const std::vector<RankResult>& ranks) {
 
 }  // namespace
 
-Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell) {
+Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::string& commit_date,
+                               bool dirty) {
   const Hdf5Handle cells = own_group(HDF5_CHECK(H5Gopen2(file, kCellsGroup, H5P_DEFAULT)));
   Hdf5Handle group = h5::has_link(cells, cell.cell_id)
                          ? own_group(HDF5_CHECK(H5Gopen2(cells, cell.cell_id.c_str(), H5P_DEFAULT)))
                          : h5::create_group(cells, cell.cell_id);
   write_spec_attributes(group, cell);
+  h5::write_string_attribute(group, "commit_date", commit_date);
+  h5::write_flag_attribute(group, "dirty", dirty);
   return group;
 }
 

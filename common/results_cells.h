@@ -18,8 +18,11 @@ namespace scalebench::results {
 /// Name of the group holding the cells.
 inline constexpr const char* kCellsGroup = "cells";
 
-/// Opens `/cells/<id>`, creating it when missing. Always (re)writes the spec attributes.
-Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell);
+/// Opens `/cells/<id>`, creating it when missing. Always (re)writes the spec attributes,
+/// and `commit_date` / `dirty` (the benchmarked commit's date and dirty flag; "" and false
+/// when the matrix has no repo).
+Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::string& commit_date,
+                               bool dirty);
 
 /// Deletes the cell's datasets and summary (results of an earlier attempt).
 void drop_results(hid_t cell_group);

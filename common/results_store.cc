@@ -239,7 +239,7 @@ std::map<std::string, StoredCell> ResultsStore::cells() const {
 
 void ResultsStore::mark_running(const CellSpec& cell, const std::vector<int>& ranks) {
   mutate([&](hid_t file) {
-    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_status(group, CellStatus::kRunning, "", "");
     h5::write_string_attribute(group, "started_at", iso8601_utc_now());
@@ -250,7 +250,7 @@ void ResultsStore::mark_running(const CellSpec& cell, const std::vector<int>& ra
 
 void ResultsStore::mark_skipped(const CellSpec& cell, const std::string& reason) {
   mutate([&](hid_t file) {
-    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_status(group, CellStatus::kSkipped, "", reason);
     h5::write_string_attribute(group, "started_at", "");
@@ -273,7 +273,7 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
     if (first_failed == nullptr && r.status != CellStatus::kOk) first_failed = &r;
   }
   mutate([&](hid_t file) {
-    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_rank_datasets(group, cell, ranks);
     results::write_summary(group, summary);
@@ -293,13 +293,23 @@ void ResultsStore::finish_cell_without_results(const CellSpec& cell, CellStatus 
                                                const std::string& phase,
                                                const std::string& reason) {
   mutate([&](hid_t file) {
-    const Hdf5Handle group = results::open_or_create_cell(file, cell);
+    const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_status(group, status, phase, reason);
     results::write_string_if_absent(group, "started_at", "");
     results::write_string_if_absent(group, "ranks", "[]");
     h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
   });
+}
+
+void ResultsStore::set_commit_info(std::map<std::string, CommitInfo> commit_info) {
+  commit_info_ = std::move(commit_info);
+}
+
+Hdf5Handle ResultsStore::open_cell(hid_t file, const CellSpec& cell) const {
+  const auto it = commit_info_.find(cell.commit);
+  const CommitInfo info = it == commit_info_.end() ? CommitInfo{} : it->second;
+  return results::open_or_create_cell(file, cell, info.date_iso, info.dirty);
 }
 
 void ResultsStore::set_end_time(const std::string& iso_time) {

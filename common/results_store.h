@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/cell_spec.h"
+#include "common/hdf5_check.h"
 #include "common/messages.h"
 #include "common/provenance.h"
 
@@ -29,6 +30,13 @@ struct StoredCell {
   std::string reason;
   std::string failed_phase;
   std::string spec_json;  ///< the `spec` attribute: to_json(CellSpec).dump()
+};
+
+/// What the results file records about a benchmarked commit besides its id (the cell
+/// attributes `commit_date` and `dirty`). See docs/branches.md.
+struct CommitInfo {
+  std::string date_iso;  ///< committer date, strict ISO 8601
+  bool dirty = false;    ///< see ResolvedBranch::dirty in common/git_repo.h
 };
 
 // Note [Results durability]
@@ -103,6 +111,11 @@ class ResultsStore {
   void finish_cell_without_results(const CellSpec& cell, CellStatus status,
                                    const std::string& phase, const std::string& reason);
 
+  /// Commit id -> CommitInfo, written as the `commit_date` and `dirty` attributes of every
+  /// cell whose `commit` is a key (cells of other commits get "" and 0). Call before the
+  /// first cell is written; not itself a mutation of the file.
+  void set_commit_info(std::map<std::string, CommitInfo> commit_info);
+
   /// Sets the root `end_time` (ISO 8601 UTC).
   void set_end_time(const std::string& iso_time);
 
@@ -120,9 +133,12 @@ class ResultsStore {
   /// Applies `change` to the file (id of the open copy) inside the current batch, or as
   /// its own update.
   void mutate(const std::function<void(hid_t file)>& change);
+  /// results::open_or_create_cell with this store's CommitInfo of the cell's commit.
+  [[nodiscard]] Hdf5Handle open_cell(hid_t file, const CellSpec& cell) const;
 
   std::filesystem::path path_;
   std::unique_ptr<PendingUpdate> pending_;  ///< non-null inside batch()
+  std::map<std::string, CommitInfo> commit_info_;
 };
 
 /// Reads a results file for `scalebench info` and tests. Throws InputError for a missing

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/branch_resolution.h"
 #include "common/matrix.h"
 #include "orchestrator/commands.h"
 
@@ -66,7 +67,8 @@ void add_plan_command(CLI::App& app, int& exit_status) {
       ->capture_default_str();
   command->callback([options, &exit_status] {
     const MatrixLimits limits{.max_world_size = options->max_world_size};
-    const ExpandedMatrix matrix = load_matrix(options->matrix_path, limits);
+    ExpandedMatrix matrix = load_matrix(options->matrix_path, limits);
+    apply_commits(matrix, resolve_matrix_commits(matrix));  // read-only git; ids as `run` has them
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
     if (options->format == "json") {
       nlohmann::json cells = nlohmann::json::array();

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "common/branch_resolution.h"
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/matrix.h"
@@ -15,6 +16,7 @@
 #include "common/results_store.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/orchestrator.h"
+#include "orchestrator/prepare_steps.h"
 #include "orchestrator/run_options.h"
 #include "orchestrator/signals.h"
 #include "orchestrator/summary_table.h"
@@ -48,6 +50,7 @@ class StoreSink : public ResultSink {
 /// Rank 0's state after the input checks: what to run and where to write.
 struct Prepared {
   ExpandedMatrix matrix;
+  std::map<std::string, ResolvedBranch> branches;  ///< by ref; empty without repo
   std::vector<CellSpec> to_run;
   size_t already_done = 0;
   SchedulingMode scheduling = SchedulingMode::kExclusive;
@@ -92,6 +95,11 @@ Prepared prepare(const RunOptions& options, const std::vector<WorkerHello>& hell
   Prepared prepared;
   prepared.matrix = load_matrix(options.matrix_path);
   for (const auto& warning : prepared.matrix.warnings) SB_LOG(warning) << warning;
+  // Before any cell id is used (matrix hash, provenance, resume): ids include the commit.
+  prepared.branches = checkout_matrix_branches(
+      prepared.matrix,
+      options.work_dir.empty() ? default_work_dir(options.output_path) : options.work_dir);
+  apply_commits(prepared.matrix, commits_of(prepared.branches));
   const auto matrix_mode = parse_scheduling_mode(prepared.matrix.scheduling);
   prepared.scheduling =
       options.scheduling.value_or(matrix_mode.value_or(SchedulingMode::kExclusive));
@@ -118,6 +126,14 @@ Prepared prepare(const RunOptions& options, const std::vector<WorkerHello>& hell
     prepared.store.emplace(ResultsStore::create(options.output_path, provenance, options.force));
     prepared.to_run = cells;
   }
+  std::map<std::string, CommitInfo> commit_info;
+  for (const auto& [ref, branch] : prepared.branches) {
+    commit_info[branch.commit] = {branch.commit_date_iso, branch.dirty};
+    SB_LOG(info) << "branch " << ref << " = " << branch.commit << " (" << branch.commit_date_iso
+                 << (branch.dirty ? ", repo checkout dirty" : "") << ") in "
+                 << branch.worktree.string();
+  }
+  prepared.store->set_commit_info(std::move(commit_info));
   return prepared;
 }
 
@@ -206,6 +222,14 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
   OrchestratorOutcome outcome;
   int status = kExitOk;
   try {
+    auto steps = run_prepare_steps(prepared.matrix, prepared.branches, std::move(prepared.to_run),
+                                   options.effective_log_dir(), sink);
+    prepared.to_run = std::move(steps.to_run);
+    orchestration.already_done += steps.failed_cells;
+    if (options.fail_fast && steps.failed_cells > 0) {
+      SB_LOG(warning) << "--fail-fast: a prepare step failed; no cell is started";
+      prepared.to_run.clear();
+    }
     outcome = run_orchestrator(prepared.to_run, hellos, sink, orchestration);
     if (outcome.abort_message) abort_job(*outcome.abort_message, outcome.abort_status);
     shutdown_workers(world_size());
@@ -268,6 +292,8 @@ void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worke
       ->check(CLI::IsMember({"exclusive", "packed"}));
   command->add_option("--log-dir", options->log_dir,
                       "Directory of the per-rank log files (default <output>.logs)");
+  command->add_option("--work-dir", options->work_dir,
+                      "Directory of the branches' git worktrees (default <output>.work)");
   command
       ->add_option("--watchdog-grace", options->watchdog_grace_s,
                    "Seconds past a cell's timeout_s before rank 0 declares it hung")

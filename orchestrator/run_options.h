@@ -38,6 +38,9 @@ struct RunOptions {
   bool fail_fast = false;     ///< --fail-fast: stop dispatching after the first non-ok cell
   std::optional<SchedulingMode> scheduling;  ///< --scheduling; nullopt = the matrix's setting
   std::filesystem::path log_dir;             ///< --log-dir; empty = "<output>.logs"
+  /// --work-dir: where the branches' worktrees live (see docs/branches.md); empty =
+  /// "<output>.work".
+  std::filesystem::path work_dir;
   Verbosity verbosity = Verbosity::kNormal;  ///< --verbose / --quiet (rank 0's console)
   /// Slack the rank-0 watchdog adds to a cell's timeout_s before it declares the cell hung
   /// (worker-side timeouts fire first; this is the backstop). --watchdog-grace.

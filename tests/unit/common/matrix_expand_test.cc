@@ -238,16 +238,31 @@ TEST(MatrixCsvTest, QuotedFieldsWithCommasNewlinesAndEscapedQuotes) {
   const std::string text =
       "branch,experiment,trainer,max_epochs,batch_size,overrides\r\n"
       "\"feature,x\",mlp,cpu,3,4,\"seed=5\n trainer.devices=2\"\r\n"
-      "\"feat/\"\"q\"\"\",transformer,cpu,3,4,scalebench.warmup=0\r\n";
+      "\"feat/q\",transformer,cpu,3,4,\"scalebench.warmup=0\"\r\n";
   const auto m = load_matrix_text("t.csv", text);
   ASSERT_EQ(m.cells.size(), 2U);
   EXPECT_EQ(m.cells[0].branch, "feature,x");
   EXPECT_EQ(m.cells[0].seed, 5U);
   EXPECT_EQ(m.cells[0].world_size, 2);
   EXPECT_EQ(m.cells[0].device, Device::kCpu);
-  EXPECT_EQ(m.cells[1].branch, "feat/\"q\"");
+  EXPECT_EQ(m.cells[1].branch, "feat/q");
   EXPECT_EQ(m.cells[1].warmup_iterations, 0);
   EXPECT_NE(m.cells[1].source.find("t.csv:4"), std::string::npos) << m.cells[1].source;
+}
+
+TEST(MatrixCsvTest, EscapedQuotesAreUnescapedAndRefusedInARef) {
+  const std::string text =
+      "branch,experiment,trainer,max_epochs,batch_size,overrides\r\n"
+      "main,mlp,cpu,3,4,\r\n"
+      "\"feat/\"\"q\"\"\",transformer,cpu,3,4,scalebench.warmup=0\r\n";
+  try {
+    load_matrix_text("t.csv", text);
+    FAIL() << "expected MatrixError";
+  } catch (const MatrixError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("t.csv:3:1: branch: 'feat/\"q\"' is not a git ref"), std::string::npos)
+        << message;
+  }
 }
 
 TEST(MatrixCsvTest, NonHdf5DataPathIsAWarningAndSynthetic) {

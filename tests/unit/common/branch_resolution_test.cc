@@ -1,0 +1,136 @@
+// Resolution of a matrix's repo/branches into commits, worktrees and results attributes,
+// against a real fixture git repository with two branches.
+#include "common/branch_resolution.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "common/results_store.h"
+#include "tests/unit/common/git_test_fixture.h"
+#include "tests/unit/common/results_store_test_util.h"
+
+namespace scalebench {
+namespace {
+
+using testing::FixtureRepo;
+using testing::write_file;
+
+/// A matrix next to the fixture repo (`repo: repo`, relative to the matrix's folder).
+std::filesystem::path write_branch_matrix(const FixtureRepo& fixture) {
+  const auto path = fixture.root.path() / "m.yaml";
+  write_file(path,
+             "name: branches\n"
+             "repo: repo\n"
+             "branches: [main, feature]\n"
+             "sweep:\n"
+             "  batch_sizes: [4, 8]\n"
+             "experiments:\n"
+             "  - name: a\n"
+             "    model: mlp\n");
+  return path;
+}
+
+TEST(BranchResolution, RepoPathIsRelativeToTheMatrixFolder) {
+  const FixtureRepo fixture;
+  const ExpandedMatrix matrix = load_matrix(write_branch_matrix(fixture));
+  EXPECT_EQ(std::filesystem::weakly_canonical(matrix_repo_path(matrix)),
+            std::filesystem::weakly_canonical(fixture.repo));
+}
+
+TEST(BranchResolution, UrlRepoIsRefused) {
+  ExpandedMatrix matrix;
+  matrix.path = "m.yaml";
+  matrix.repo = "https://example.org/model.git";
+  EXPECT_THROW(matrix_repo_path(matrix), InputError);
+  matrix.repo = "git@example.org:model.git";
+  EXPECT_THROW(matrix_repo_path(matrix), InputError);
+}
+
+TEST(BranchResolution, CellsGetTheirBranchCommitAndNewIds) {
+  const FixtureRepo fixture;
+  ExpandedMatrix matrix = load_matrix(write_branch_matrix(fixture));
+  ASSERT_EQ(matrix.cells.size(), 4U);
+  std::set<std::string> unresolved_ids;
+  for (const auto& cell : matrix.cells) {
+    EXPECT_TRUE(cell.commit.empty());
+    unresolved_ids.insert(cell.cell_id);
+  }
+  const auto commits = resolve_matrix_commits(matrix);
+  ASSERT_EQ(commits.size(), 2U);
+  EXPECT_EQ(commits.at("main"), fixture.main_commit);
+  EXPECT_EQ(commits.at("feature"), fixture.feature_commit);
+  apply_commits(matrix, commits);
+  std::set<std::string> resolved_ids;
+  for (const auto& cell : matrix.cells) {
+    EXPECT_EQ(cell.commit, cell.branch == "main" ? fixture.main_commit : fixture.feature_commit);
+    EXPECT_EQ(cell.cell_id, compute_cell_id(cell));
+    EXPECT_EQ(unresolved_ids.count(cell.cell_id), 0U) << "the id must include the commit";
+    resolved_ids.insert(cell.cell_id);
+  }
+  EXPECT_EQ(resolved_ids.size(), 4U);
+}
+
+TEST(BranchResolution, CheckoutMakesOneWorktreePerBranch) {
+  const FixtureRepo fixture;
+  ExpandedMatrix matrix = load_matrix(write_branch_matrix(fixture));
+  const auto branches = checkout_matrix_branches(matrix, fixture.work);
+  ASSERT_EQ(branches.size(), 2U);
+  const ResolvedBranch& main = branches.at("main");
+  const ResolvedBranch& feature = branches.at("feature");
+  EXPECT_EQ(main.commit, fixture.main_commit);
+  EXPECT_EQ(feature.commit, fixture.feature_commit);
+  EXPECT_NE(main.worktree, feature.worktree);
+  EXPECT_TRUE(std::filesystem::exists(feature.worktree / "b.txt"));
+  EXPECT_FALSE(std::filesystem::exists(main.worktree / "b.txt"));
+  EXPECT_FALSE(main.commit_date_iso.empty());
+  EXPECT_FALSE(main.dirty);
+  apply_commits(matrix, commits_of(branches));
+  for (const auto& cell : matrix.cells) EXPECT_EQ(cell.commit, branches.at(cell.branch).commit);
+}
+
+TEST(BranchResolution, DirtyCheckoutOfTheBenchmarkedCommitIsReported) {
+  const FixtureRepo fixture;
+  write_file(fixture.repo / "a.txt", "edited, not committed\n");
+  const ExpandedMatrix matrix = load_matrix(write_branch_matrix(fixture));
+  const auto branches = checkout_matrix_branches(matrix, fixture.work);
+  EXPECT_TRUE(branches.at("main").dirty);  // main is checked out in repo and edited
+  EXPECT_FALSE(branches.at("feature").dirty);
+}
+
+TEST(BranchResolution, UnknownRefNamesTheMatrixAndIndex) {
+  const FixtureRepo fixture;
+  const auto path = fixture.root.path() / "m.yaml";
+  write_file(path,
+             "repo: repo\nbranches: [main, nope]\nsweep:\n  batch_sizes: [4]\n"
+             "experiments:\n  - name: a\n    model: mlp\n");
+  const ExpandedMatrix matrix = load_matrix(path);
+  try {
+    resolve_matrix_commits(matrix);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("branches[1]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BranchResolution, StoreWritesCommitDateAndDirty) {
+  const testing_util::TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  ResultsStore store = ResultsStore::create(path, testing_util::test_provenance("h"), false);
+  const CellSpec known = testing_util::train_cell(1);
+  CellSpec other = testing_util::train_cell(2);
+  other.commit = "fedcba9876543210fedcba9876543210fedcba98";
+  other = finalize_cell_id(other);
+  store.set_commit_info({{known.commit, {"2024-05-06T07:08:09+02:00", true}}});
+  store.mark_running(known, {1, 2});
+  store.mark_skipped(other, "too big");
+  const auto cells = read_results_overview(path).at("cells");
+  EXPECT_EQ(cells.at(known.cell_id).at("commit_date"), "2024-05-06T07:08:09+02:00");
+  EXPECT_EQ(cells.at(known.cell_id).at("dirty"), 1);
+  EXPECT_EQ(cells.at(other.cell_id).at("commit_date"), "");
+  EXPECT_EQ(cells.at(other.cell_id).at("dirty"), 0);
+}
+
+}  // namespace
+}  // namespace scalebench
