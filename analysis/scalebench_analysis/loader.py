@@ -217,11 +217,24 @@ def config_key(spec: dict, drop: tuple = CURVE_FIELDS) -> str:
 
 
 def _setting_labels(specs: list[dict]) -> list[str]:
+    """Per cell, the spec fields that vary among the cells of its own (experiment, mode):
+    what tells two otherwise alike cells apart (e.g. ``channels_last=True``). Fields that
+    differ only between experiments (model, input shape, optimizer) are the experiment's
+    own and not repeated."""
     flats = [_flatten_spec(s) for s in specs]
-    keys = sorted({k for f in flats for k in f})
-    varying = [k for k in keys if k not in _NAMED_FIELDS and k.split(".")[0] not in _NAMED_FIELDS
-               and len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
-    return [" ".join(f"{k}={f.get(k)}" for k in varying) or "default" for f in flats]
+    groups: dict = {}
+    for index, spec in enumerate(specs):
+        groups.setdefault((spec.get("experiment"), spec.get("mode")), []).append(index)
+    labels = ["default"] * len(specs)
+    for members in groups.values():
+        group = [flats[i] for i in members]
+        keys = sorted({k for f in group for k in f})
+        varying = [k for k in keys
+                   if k not in _NAMED_FIELDS and k.split(".")[0] not in _NAMED_FIELDS
+                   and len({json.dumps(f.get(k), sort_keys=True) for f in group}) > 1]
+        for i in members:
+            labels[i] = " ".join(f"{k}={flats[i].get(k)}" for k in varying) or "default"
+    return labels
 
 
 def _cells_frame(rows: list[dict]) -> pd.DataFrame:

@@ -47,6 +47,8 @@ const MalformedCase kCases[] = {
     {"branch_reflog.yaml", 8, "contains '@{'"},
     {"branch_shell.yaml", 10, "is refused"},
     {"branches_without_repo.yaml", 7, "need a repo"},
+    {"prepare_timeout_zero.yaml", 9, "prepare_timeout_s"},
+    {"prepare_without_repo.yaml", 4, "needs repo and branches"},
     {"bucket_absurd.yaml", 8, "absurd"},
     {"csv_bad_batch.csv", 3, "positive integer"},
     {"csv_bad_epochs.csv", 2, "positive integer"},
