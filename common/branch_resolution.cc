@@ -24,7 +24,7 @@ std::filesystem::path matrix_repo_path(const ExpandedMatrix& matrix) {
                      "(`git clone " +
                      matrix.repo + " <dir>`) and write repo: <dir>");
   }
-  const std::filesystem::path repo(matrix.repo);
+  std::filesystem::path repo(matrix.repo);
   if (repo.is_absolute()) return repo;
   return std::filesystem::absolute(matrix.path).parent_path() / repo;
 }

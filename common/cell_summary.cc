@@ -143,16 +143,6 @@ bool replicas_in_sync(const std::vector<RankTable>& tables) {
   return true;
 }
 
-std::vector<std::string> phase_union(const std::vector<RankResult>& ranks) {
-  std::vector<std::string> phases;
-  for (const auto& r : ranks) {
-    for (const auto& p : r.phases) {
-      if (std::find(phases.begin(), phases.end(), p) == phases.end()) phases.push_back(p);
-    }
-  }
-  return phases;
-}
-
 }  // namespace
 
 CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& ranks) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <source_location>
 #include <system_error>
 #include <vector>
 
@@ -74,8 +73,10 @@ std::string context(const std::string& where) { return where.empty() ? "branches
 
 /// Runs git with scalebench's hardening (see the contract in git_repo.h); never throws for
 /// a non-zero exit, throws GitError when git cannot be started.
+/// `file`/`line` default to the caller's position (GCC and Clang builtins; Clang 14 with
+/// libstdc++ 12 has no std::source_location).
 SubprocessResult git(const std::filesystem::path& dir, const std::vector<std::string>& args,
-                     std::source_location where = std::source_location::current()) {
+                     const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   SubprocessOptions options;
   options.argv = {"git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"};
   if (!dir.empty()) {
@@ -98,8 +99,7 @@ SubprocessResult git(const std::filesystem::path& dir, const std::vector<std::st
   try {
     return run_subprocess(std::move(options));
   } catch (const SubprocessError& e) {
-    throw GitError(format_library_error("git", where.file_name(), static_cast<int>(where.line()),
-                                        "cannot run git",
+    throw GitError(format_library_error("git", file, line, "cannot run git",
                                         std::string(e.what()) + "; install git or put it on PATH"));
   }
 }
@@ -112,10 +112,10 @@ std::string trimmed(const std::string& text) {
 
 /// Runs git and throws GitError unless it exits 0; returns its trimmed stdout.
 std::string git_ok(const std::filesystem::path& dir, const std::vector<std::string>& args,
-                   std::source_location where = std::source_location::current()) {
-  const SubprocessResult result = git(dir, args, where);
+                   const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  const SubprocessResult result = git(dir, args, file, line);
   if (!result.ok()) {
-    throw GitError(format_library_error("git", where.file_name(), static_cast<int>(where.line()),
+    throw GitError(format_library_error("git", file, line,
                                         "git -C " + shown(dir.string()) + " " + quote_argv(args) +
                                             ": " + result.describe(kGitTimeoutS),
                                         tail_lines(trimmed(result.error_output), 20, 4096)));
@@ -125,7 +125,7 @@ std::string git_ok(const std::filesystem::path& dir, const std::vector<std::stri
 
 std::filesystem::path absolute_repo(const std::filesystem::path& repo, const std::string& where) {
   std::error_code ec;
-  const std::filesystem::path path = std::filesystem::absolute(repo, ec);
+  std::filesystem::path path = std::filesystem::absolute(repo, ec);
   if (ec || !std::filesystem::is_directory(path, ec)) {
     throw InputError(context(where) + ": repo " + shown(repo.string()) +
                      " is not a directory; set `repo:` to the path of a git checkout");

@@ -27,6 +27,7 @@ std::string distinct(const std::vector<CellSpec>& cells, T CellSpec::*member, Fo
   std::set<T> values;
   for (const auto& cell : cells) values.insert(cell.*member);
   std::vector<std::string> texts;
+  texts.reserve(values.size());
   for (const auto& value : values) texts.push_back(format(value));
   return join(texts, ",");
 }

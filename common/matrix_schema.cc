@@ -170,7 +170,6 @@ const Json* find_enum(const Json* schema) {
   return nullptr;
 }
 
-
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
 }
@@ -239,14 +238,16 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
     message += " (allowed keys: " + join(allowed) + ")";
   } else if (starts_with(text, "Missing required property")) {
     message = "missing required key '" + quoted_name(text) + "'; add it";
-  } else if (starts_with(text, "Value type not permitted")) {
+  } else if (starts_with(text, "Value type not permitted") ||
+             starts_with(text, "Failed to validate against any schemas allowed by anyOf")) {
     message = "expected " + expected_text(schema) + ", got " + describe_node(node);
   } else if (starts_with(text, "Failed to match against any enum")) {
     const std::string value = node.IsScalar() ? node.Scalar() : "";
     const Json* values = find_enum(schema);
     std::vector<std::string> allowed;
     if (values) {
-      for (const auto& v : *values) allowed.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+      for (const auto& v : *values)
+        allowed.push_back(v.is_string() ? v.get<std::string>() : v.dump());
     }
     message = describe_node(node) + " is not allowed; use one of: " + join(allowed);
     const auto suggestion = closest_match(value, allowed);
@@ -267,8 +268,6 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
               " (pattern " + (schema ? schema->value("pattern", std::string()) : "") + ")";
   } else if (starts_with(text, "String should be no fewer")) {
     message = "empty string; give a value";
-  } else if (starts_with(text, "Failed to validate against any schemas allowed by anyOf")) {
-    message = "expected " + expected_text(schema) + ", got " + describe_node(node);
   } else if (starts_with(text, "Failed to validate") || starts_with(text, "Cannot validate")) {
     return false;
   } else {

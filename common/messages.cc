@@ -1,5 +1,6 @@
 #include "common/messages.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -49,6 +50,16 @@ std::optional<CellStatus> parse_cell_status(const std::string& text) {
     if (text == name) return value;
   }
   return std::nullopt;
+}
+
+std::vector<std::string> phase_union(const std::vector<RankResult>& ranks) {
+  std::vector<std::string> phases;
+  for (const auto& r : ranks) {
+    for (const auto& p : r.phases) {
+      if (std::find(phases.begin(), phases.end(), p) == phases.end()) phases.push_back(p);
+    }
+  }
+  return phases;
 }
 
 std::vector<uint8_t> serialize(const WorkerHello& hello) {

@@ -74,6 +74,10 @@ struct RankResult {
   }
 };
 
+/// Every phase name reported by any rank, in first-seen order (ranks may differ, e.g. a
+/// failed rank reports none).
+std::vector<std::string> phase_union(const std::vector<RankResult>& ranks);
+
 std::vector<uint8_t> serialize(const WorkerHello& hello);
 std::vector<uint8_t> serialize(const Assignment& assignment);
 std::vector<uint8_t> serialize(const RankResult& result);

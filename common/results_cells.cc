@@ -38,16 +38,6 @@ void write_spec_attributes(hid_t group, const CellSpec& cell) {
   write_int64_attribute(group, "seed", static_cast<int64_t>(cell.seed));
 }
 
-std::vector<std::string> phase_union(const std::vector<RankResult>& ranks) {
-  std::vector<std::string> phases;
-  for (const auto& r : ranks) {
-    for (const auto& p : r.phases) {
-      if (std::find(phases.begin(), phases.end(), p) == phases.end()) phases.push_back(p);
-    }
-  }
-  return phases;
-}
-
 void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResult>& ranks) {
   const std::vector<std::string> phases = phase_union(ranks);
   size_t rows = 0;

@@ -9,6 +9,7 @@
 #include "common/branch_resolution.h"
 #include "common/matrix.h"
 #include "orchestrator/commands.h"
+#include "orchestrator/matrix_arguments.h"
 
 namespace scalebench {
 namespace {
@@ -50,24 +51,16 @@ void add_plan_command(CLI::App& app, int& exit_status) {
   auto* command =
       app.add_subcommand("plan", "Expand a matrix file and print its cells; runs nothing");
   struct Options {
-    std::string matrix_path;
+    MatrixArguments matrix;
     std::string format = "table";
-    int max_world_size = MatrixLimits{}.max_world_size;
   };
   auto options = std::make_shared<Options>();
-  command->add_option("matrix", options->matrix_path, "Matrix file (.yaml, .yml or .csv)")
-      ->required();
+  add_matrix_arguments(command, options->matrix);
   command->add_option("--format", options->format, "Output format")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
-  command
-      ->add_option("--max-world-size", options->max_world_size,
-                   "Largest world size accepted (bigger ones are errors)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
   command->callback([options, &exit_status] {
-    const MatrixLimits limits{.max_world_size = options->max_world_size};
-    ExpandedMatrix matrix = load_matrix(options->matrix_path, limits);
+    ExpandedMatrix matrix = load_matrix(options->matrix.matrix_path, options->matrix.limits());
     apply_commits(matrix, resolve_matrix_commits(matrix));  // read-only git; ids as `run` has them
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
     if (options->format == "json") {

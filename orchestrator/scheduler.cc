@@ -74,6 +74,7 @@ std::optional<std::vector<int>> choose_group(const std::vector<WorkerSlot>& free
 
   // Span the fewest nodes: largest free sets first (stable: ties keep host order).
   std::vector<const std::vector<WorkerSlot>*> order;
+  order.reserve(nodes.size());
   for (const auto& node : nodes) order.push_back(&node);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto* a, const auto* b) { return a->size() > b->size(); });

@@ -113,8 +113,11 @@ TEST(Scheduler, RunsEveryCellOnceAndReleasesWorkers) {
     }
     std::sort(started.begin(), started.end());
     EXPECT_EQ(started, (std::vector<size_t>{0, 1, 2, 3, 4})) << to_string(mode);
-    if (mode == SchedulingMode::kExclusive) EXPECT_EQ(max_running, 1u);
-    if (mode == SchedulingMode::kPacked) EXPECT_EQ(max_running, 2u);  // {0,1}, {2}, {3,4}
+    if (mode == SchedulingMode::kExclusive) {
+      EXPECT_EQ(max_running, 1u);
+    } else {
+      EXPECT_EQ(max_running, 2u);  // {0,1}, {2}, {3,4}
+    }
   }
 }
 
