@@ -71,7 +71,7 @@ struct ExperimentRequest {
   DataSpec data;
   std::string checkpoint;
   SettingsRequest settings;
-  std::optional<std::string> only_branch;  ///< CSV rows name one branch; YAML: all branches
+  std::optional<std::string> only_branch;          ///< CSV rows name one branch; YAML: all branches
   Setting<std::vector<std::string>> prepare_argv;  ///< `prepare`
   Setting<double> prepare_timeout_s;
 };
