@@ -106,6 +106,7 @@ Prepared prepare(const RunOptions& options, const std::vector<WorkerHello>& hell
   const auto& cells = prepared.matrix.cells;
   if (options.resume && std::filesystem::exists(options.output_path)) {
     std::vector<std::string> ids;
+    ids.reserve(cells.size());
     for (const auto& cell : cells) ids.push_back(cell.cell_id);
     prepared.store.emplace(ResultsStore::open_for_resume(options.output_path, matrix_hash(ids)));
     const auto stored = prepared.store->cells();

@@ -21,8 +21,6 @@
 #include "orchestrator/commands.h"
 #include "orchestrator/submit_script.h"
 
-extern char** environ;
-
 namespace scalebench {
 namespace {
 
@@ -86,6 +84,7 @@ std::string run_sbatch(const std::string& script) {
   posix_spawn_file_actions_adddup2(&actions, stdout_write.get(), STDOUT_FILENO);
   std::vector<std::string> args{"sbatch", "--parsable"};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
@@ -131,7 +130,7 @@ std::string run_sbatch(const std::string& script) {
 }
 
 fs::path existing_file(const std::string& flag, const std::string& text) {
-  const fs::path path = fs::absolute(text);
+  fs::path path = fs::absolute(text);
   if (!fs::is_regular_file(path)) {
     throw InputError("scalebench submit: " + flag + " '" + text + "': no such file");
   }
@@ -139,7 +138,7 @@ fs::path existing_file(const std::string& flag, const std::string& text) {
 }
 
 fs::path output_file(const std::string& text) {
-  const fs::path path = fs::absolute(text);
+  fs::path path = fs::absolute(text);
   const fs::path parent = path.parent_path();
   if (!fs::is_directory(parent)) {
     throw InputError("scalebench submit: -o '" + text + "': the folder " + parent.string() +

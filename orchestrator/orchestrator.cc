@@ -121,6 +121,7 @@ class Loop {
  private:
   static std::vector<WorkerSlot> slots(const std::vector<WorkerHello>& workers) {
     std::vector<WorkerSlot> result;
+    result.reserve(workers.size());
     for (const auto& w : workers) result.push_back({w.world_rank, w.host, w.local_index});
     return result;
   }

@@ -97,6 +97,7 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
                                         "metric", "median",     "samples", "valid", "status"};
   const std::vector<std::string> units{"", "", "", "", "", "", "(ms)", "(/s)", "", ""};
   std::vector<std::vector<std::string>> table;
+  table.reserve(rows.size());
   for (const auto& row : rows) {
     table.push_back({row.branch.empty() ? "-" : row.branch, row.experiment, row.mode,
                      std::to_string(row.batch_size), std::to_string(row.world_size),
