@@ -112,20 +112,30 @@ void require_matrix_hash(hid_t file, const std::filesystem::path& path,
 }
 
 /// Runs the mutation protocol of Note [Results durability] around `change`.
-void commit_single_update(const std::filesystem::path& path,
-                          const std::function<void(hid_t)>& change) {
+/// Writes a complete new version of `path` into a temporary sibling with `write(temp)`, then
+/// renames it over `path` (see Note [Results durability]); on any failure the temporary is
+/// removed and `path` is untouched.
+void replace_atomically(const std::filesystem::path& path,
+                        const std::function<void(const std::filesystem::path&)>& write) {
   const auto temp = durable::temp_sibling(path);
   try {
-    durable::copy_contents(path, temp);
-    Hdf5Handle file = open_file(temp, H5F_ACC_RDWR);
-    change(file);
-    file.close();
+    write(temp);
     durable::commit_replace(temp, path);
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(temp, ignored);
     throw;
   }
+}
+
+void commit_single_update(const std::filesystem::path& path,
+                          const std::function<void(hid_t)>& change) {
+  replace_atomically(path, [&](const std::filesystem::path& temp) {
+    durable::copy_contents(path, temp);
+    Hdf5Handle file = open_file(temp, H5F_ACC_RDWR);
+    change(file);
+    file.close();
+  });
 }
 
 }  // namespace
@@ -144,8 +154,7 @@ ResultsStore ResultsStore::create(const std::filesystem::path& path, const Prove
   }
   if (!path.parent_path().empty()) std::filesystem::create_directories(path.parent_path());
   durable::remove_stale_temps(path);
-  const auto temp = durable::temp_sibling(path);
-  try {
+  replace_atomically(path, [&](const std::filesystem::path& temp) {
     const Hdf5Handle access = file_access_plist();
     const Hdf5Handle creation = file_create_plist();
     Hdf5Handle file =
@@ -153,12 +162,7 @@ ResultsStore ResultsStore::create(const std::filesystem::path& path, const Prove
     write_provenance(file, provenance);
     h5::create_group(file, results::kCellsGroup);
     file.close();
-    durable::commit_replace(temp, path);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    throw;
-  }
+  });
   return ResultsStore(path);
 }
 
