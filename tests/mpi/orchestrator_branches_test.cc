@@ -13,9 +13,8 @@
 
 #include "common/mpi_comm.h"
 #include "common/results_store.h"
-#include "fake_cell_runner.h"
-#include "orchestrator/cli.h"
 #include "orchestrator/commands.h"
+#include "run_fake_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {
@@ -56,13 +55,7 @@ class SharedFixture {
   fs::path root_;
 };
 
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), {"scalebench", "run"});
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  const WorkerFactory worker{testing_fake::make_fake_cell_runner, {}};
-  return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
-}
+using testing_fake::run_fake_cli;
 
 constexpr const char* kMatrixHead = R"(name: branches
 repo: repo
@@ -78,7 +71,8 @@ TEST(RunBranches, CellsCarryTheirBranchCommit) {
                                      "  - {name: mlp, model: mlp, input_shape: [16], "
                                      "num_classes: 2}\n");
   const fs::path out = fixture.root() / "r.h5";
-  EXPECT_EQ(run({(fixture.root() / "m.yaml").string(), "-o", out.string(), "--quiet"}), kExitOk);
+  EXPECT_EQ(run_fake_cli({(fixture.root() / "m.yaml").string(), "-o", out.string(), "--quiet"}),
+            kExitOk);
   if (world_rank() != 0) return;
   const auto& repo = fixture.repo();
   const std::map<std::string, std::string> expected{{"main", repo.main_commit},
@@ -111,8 +105,8 @@ TEST(RunBranches, FailingPrepareFailsOnlyItsBranch) {
                                      "num_classes: 2}\n");
   const fs::path out = fixture.root() / "r.h5";
   const fs::path logs = fixture.root() / "logs";
-  EXPECT_EQ(run({(fixture.root() / "m.yaml").string(), "-o", out.string(), "--log-dir",
-                 logs.string(), "--quiet"}),
+  EXPECT_EQ(run_fake_cli({(fixture.root() / "m.yaml").string(), "-o", out.string(), "--log-dir",
+                          logs.string(), "--quiet"}),
             kExitCellsFailed);
   if (world_rank() != 0) return;
   const auto cells = read_results_overview(out).at("cells");
@@ -140,8 +134,8 @@ TEST(RunBranches, ExperimentPrepareReplacesTheTopLevelOne) {
                                      "num_classes: 2, prepare: [./prepare.sh, own]}\n");
   const fs::path out = fixture.root() / "r.h5";
   const fs::path logs = fixture.root() / "logs";
-  EXPECT_EQ(run({(fixture.root() / "m.yaml").string(), "-o", out.string(), "--log-dir",
-                 logs.string(), "--quiet"}),
+  EXPECT_EQ(run_fake_cli({(fixture.root() / "m.yaml").string(), "-o", out.string(), "--log-dir",
+                          logs.string(), "--quiet"}),
             kExitOk);
   if (world_rank() != 0) return;
   EXPECT_NE(testing::read_file(logs / "prepare-main.log").find("prepare on main: own"),

@@ -13,9 +13,8 @@
 #include "common/hdf5_check.h"
 #include "common/mpi_comm.h"
 #include "common/results_store.h"
-#include "fake_cell_runner.h"
-#include "orchestrator/cli.h"
 #include "orchestrator/commands.h"
+#include "run_fake_cli.h"
 
 namespace scalebench {
 namespace {
@@ -50,13 +49,7 @@ void write_file(const fs::path& path, const std::string& text) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), {"scalebench", "run"});
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  const WorkerFactory worker{testing_fake::make_fake_cell_runner, {}};
-  return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
-}
+using testing_fake::run_fake_cli;
 
 constexpr const char* kGridMatrix = R"(name: grid
 defaults: {device: cpu, backend: mpi, warmup: 1, iterations: 6, timeout_s: 60}
@@ -118,8 +111,8 @@ TEST_P(RunCommand, GridAllOkWithCheckedResultsFile) {
   const fs::path matrix = dir.path() / "grid.yaml";
   const fs::path out = dir.path() / "results.h5";
   write_file(matrix, kGridMatrix);
-  const int status = run({matrix.string(), "-o", out.string(), "--quiet", "--scheduling",
-                          GetParam(), "--log-dir", (dir.path() / "logs").string()});
+  const int status = run_fake_cli({matrix.string(), "-o", out.string(), "--quiet", "--scheduling",
+                                   GetParam(), "--log-dir", (dir.path() / "logs").string()});
   EXPECT_EQ(status, kExitOk);
   if (world_rank() == 0) {
     const auto overview = read_results_overview(out);
@@ -137,14 +130,14 @@ TEST_P(RunCommand, GridAllOkWithCheckedResultsFile) {
     }
   }
   // Overwriting needs --force; --resume of a finished file runs nothing and stays ok.
-  EXPECT_EQ(run({matrix.string(), "-o", out.string(), "--quiet"}), kExitBadInput);
-  EXPECT_EQ(run({matrix.string(), "-o", out.string(), "--quiet", "--resume"}), kExitOk);
+  EXPECT_EQ(run_fake_cli({matrix.string(), "-o", out.string(), "--quiet"}), kExitBadInput);
+  EXPECT_EQ(run_fake_cli({matrix.string(), "-o", out.string(), "--quiet", "--resume"}), kExitOk);
   if (world_rank() == 0) {
     const auto overview = read_results_overview(out);
     EXPECT_EQ(overview.at("provenance").at("run_count"), 2);
     EXPECT_EQ(overview.at("cells").size(), 8u);
   }
-  EXPECT_EQ(run({matrix.string(), "-o", out.string(), "--quiet", "--force"}), kExitOk);
+  EXPECT_EQ(run_fake_cli({matrix.string(), "-o", out.string(), "--quiet", "--force"}), kExitOk);
   if (world_rank() == 0) {
     EXPECT_EQ(read_results_overview(out).at("provenance").at("run_count"), 1);
   }
@@ -165,7 +158,7 @@ experiments:
   - {name: mlp-oom, model: mlp, input_shape: [16], num_classes: 2, world_sizes: [1]}
   - {name: mlp-ok, model: mlp, input_shape: [16], num_classes: 2, world_sizes: [1, 2, 16]}
 )");
-  EXPECT_EQ(run({matrix.string(), "-o", out.string(), "--quiet"}), kExitCellsFailed);
+  EXPECT_EQ(run_fake_cli({matrix.string(), "-o", out.string(), "--quiet"}), kExitCellsFailed);
   if (world_rank() != 0) return;
   const auto overview = read_results_overview(out);
   std::map<std::string, std::string> status_by_experiment;
