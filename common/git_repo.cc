@@ -14,6 +14,9 @@ namespace {
 constexpr std::size_t kMaxRefBytes = 255;
 constexpr double kGitTimeoutS = 600.0;  // worktree add of a large tree can take a while
 constexpr std::size_t kWorktreeDirHexDigits = 12;
+constexpr std::size_t kMaxTreePathBytes = 4096;
+// Characters git reads as revision or pathspec syntax inside `<commit>:<path>`.
+constexpr const char* kTreePathSyntax = "\\:*?[]^~{}";
 
 // Characters git gives a meaning inside a revision (ancestry, paths, globs, reflog).
 constexpr const char* kRevisionSyntax = "~^:?*[\\{}";
@@ -272,6 +275,71 @@ ResolvedBranch checkout_branch(const std::filesystem::path& repo, const std::str
       git_ok(repo_path, {"show", "-s", "--format=%cI", "--end-of-options", branch.commit});
   branch.dirty = repo_checkout_is_dirty_at(repo_path, branch.commit);
   return branch;
+}
+
+std::string tree_path_problem(const std::string& path) {
+  if (path.empty()) return "is empty";
+  if (path.size() > kMaxTreePathBytes)
+    return "is " + std::to_string(path.size()) + " bytes long (at most " +
+           std::to_string(kMaxTreePathBytes) + ")";
+  if (path.front() == '/') return "starts with '/'; write it relative to the repository's root";
+  for (unsigned char c : path) {
+    if (c <= 0x20 || c >= 0x7f) return "contains " + describe_char(c);
+    if (std::strchr(kTreePathSyntax, c) != nullptr)
+      return "contains " + describe_char(c) + ", which git reads as revision or pathspec syntax";
+  }
+  std::size_t begin = 0;
+  while (begin <= path.size()) {
+    const std::size_t slash = std::min(path.find('/', begin), path.size());
+    const std::string component = path.substr(begin, slash - begin);
+    if (component.empty()) return "has an empty path component (a trailing or double '/')";
+    if (component == "." || component == "..")
+      return "has a '" + component + "' path component; write the path without it";
+    begin = slash + 1;
+  }
+  return {};
+}
+
+std::string read_file_at_commit(const std::filesystem::path& repo, const std::string& commit,
+                                const std::string& path, const std::string& ref,
+                                const std::string& where) {
+  const std::string prefix = where.empty() ? std::string() : where + ": ";
+  if (!is_full_commit_id(commit)) {
+    throw Error(prefix + "read_file_at_commit needs a full commit id, got " + shown(commit) +
+                " (resolve the ref with resolve_ref first)");
+  }
+  if (const std::string problem = tree_path_problem(path); !problem.empty()) {
+    throw InputError(prefix + "path " + shown(path) + " is refused: it " + problem);
+  }
+  const std::filesystem::path repo_path = absolute_repo(repo, where);
+  const std::string named = "ref " + shown(ref.empty() ? commit : ref) + " (commit " + commit +
+                            ") of repo " + shown(repo_path.string());
+  const std::string object = commit + ":" + path;
+  const SubprocessResult type = git(repo_path, {"cat-file", "-t", object});
+  if (!type.ok()) {
+    throw InputError(prefix + path + " does not exist in " + named +
+                     ". Add the file to that branch and commit it, fix the name, or remove the "
+                     "branch from the matrix; `git -C " +
+                     shown(repo_path.string()) + " ls-tree -r --name-only " +
+                     commit.substr(0, kWorktreeDirHexDigits) + "` lists the files there");
+  }
+  if (trimmed(type.output) != "blob") {
+    throw InputError(prefix + path + " is a " + trimmed(type.output) + ", not a file, in " + named +
+                     "; name a file");
+  }
+  const std::vector<std::string> args{"show", "--end-of-options", object};
+  const SubprocessResult result = git(repo_path, args);
+  if (!result.ok()) {
+    throw GitError(format_library_error("git", __FILE__, __LINE__,
+                                        "git -C " + shown(repo_path.string()) + " " +
+                                            quote_argv(args) + ": " + result.describe(kGitTimeoutS),
+                                        tail_lines(trimmed(result.error_output), 20, 4096)));
+  }
+  if (result.output_truncated) {
+    throw InputError(prefix + path + " in " + named +
+                     " is larger than 16 MiB, too large for a configuration file; shrink it");
+  }
+  return result.output;
 }
 
 }  // namespace scalebench

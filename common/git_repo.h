@@ -78,4 +78,21 @@ ResolvedBranch checkout_branch(const std::filesystem::path& repo, const std::str
                                const std::filesystem::path& work_dir,
                                const std::string& where = {});
 
+/// Why scalebench refuses `path` as a path inside a commit's tree ("" when accepted). Pure.
+/// Accepted: non-empty, relative, components separated by single '/', no component "." or
+/// "..", only printable ASCII without spaces or `\ : * ? [ ] ^ ~ { }`, at most 4096 bytes.
+std::string tree_path_problem(const std::string& path);
+
+/// The bytes of the file `path` (relative to the tree's root) in `commit` of `repo`, read
+/// with `git -C <repo> show --end-of-options <commit>:<path>`: read-only, no worktree, no
+/// textconv. `commit` must be a full commit id (resolve_ref's result); `ref` is the name the
+/// user wrote for it (for messages). Throws InputError, naming repo, ref, commit and path
+/// and what to change, when `repo` is not a git repository, `path` is refused
+/// (tree_path_problem), or there is no such file (or only a directory) at that commit; a
+/// file larger than the subprocess capture limit (16 MiB) is refused as well. `where`
+/// prefixes those messages. Throws GitError when git fails otherwise.
+std::string read_file_at_commit(const std::filesystem::path& repo, const std::string& commit,
+                                const std::string& path, const std::string& ref = {},
+                                const std::string& where = {});
+
 }  // namespace scalebench

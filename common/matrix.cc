@@ -69,7 +69,10 @@ ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::st
     }
   }
   if (!diagnostics.has_errors()) matrix.cells = expand_matrix(request, limits, diagnostics);
-  if (!diagnostics.has_errors() && matrix.cells.empty()) {
+  const bool has_tree_experiments =
+      std::any_of(request.experiments.begin(), request.experiments.end(),
+                  [](const ExperimentRequest& e) { return !e.tree_name.empty(); });
+  if (!diagnostics.has_errors() && matrix.cells.empty() && !has_tree_experiments) {
     diagnostics.error({file, 0, 0, ""}, "the matrix expands to no cells; check the exclude rules");
   }
   if (diagnostics.has_errors()) {
@@ -84,6 +87,10 @@ ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::st
   matrix.prepare.argv = request.prepare_argv.value.value_or(std::vector<std::string>{});
   matrix.prepare.timeout_s = request.prepare_timeout_s.value.value_or(matrix.prepare.timeout_s);
   for (const auto& experiment : request.experiments) {
+    if (!experiment.tree_name.empty()) {
+      matrix.tree_experiments.push_back(experiment.tree_name);
+      continue;  // its prepare step is known once its file is read
+    }
     if (!experiment.prepare_argv.value && !experiment.prepare_timeout_s.value) continue;
     PrepareSpec own = matrix.prepare;
     if (experiment.prepare_argv.value) own.argv = *experiment.prepare_argv.value;
@@ -91,6 +98,8 @@ ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::st
     matrix.experiment_prepare[experiment.name] = own;
   }
   matrix.warnings = diagnostics.warning_lines();
+  matrix.limits = limits;
+  matrix.request = std::make_shared<const MatrixRequest>(std::move(request));
   return matrix;
 }
 
@@ -109,10 +118,19 @@ std::string summarize(const ExpandedMatrix& matrix) {
                      std::to_string(experiments.size()) +
                      (experiments.size() == 1 ? " experiment" : " experiments");
   if (!matrix.branches.empty()) text += ", branches " + join(matrix.branches, ",");
-  text += ", modes " + distinct(cells, &CellSpec::mode, name) + ", batch sizes " +
-          distinct(cells, &CellSpec::batch_size, number) + ", world sizes " +
-          distinct(cells, &CellSpec::world_size, number) + ", precisions " +
-          distinct(cells, &CellSpec::precision, name) + "; format " + matrix.format + ")";
+  if (!cells.empty()) {
+    text += ", modes " + distinct(cells, &CellSpec::mode, name) + ", batch sizes " +
+            distinct(cells, &CellSpec::batch_size, number) + ", world sizes " +
+            distinct(cells, &CellSpec::world_size, number) + ", precisions " +
+            distinct(cells, &CellSpec::precision, name);
+  }
+  text += "; format " + matrix.format + ")";
+  if (!matrix.tree_experiments.empty() && !matrix.tree_experiments_resolved) {
+    const size_t count = matrix.tree_experiments.size();
+    text += ", plus " + std::to_string(count) + (count == 1 ? " experiment" : " experiments") +
+            " from the branch trees (" + join(matrix.tree_experiments, ",") +
+            ": configs/experiment/<name>.yaml of each branch), expanded by plan and run";
+  }
   return text;
 }
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct PrepareSpec {
   bool operator==(const PrepareSpec&) const = default;
 };
 
+struct MatrixRequest;
+
 /// A loaded, expanded matrix.
 struct ExpandedMatrix {
   std::filesystem::path path;         ///< the file as given
@@ -43,6 +46,14 @@ struct ExpandedMatrix {
   std::map<std::string, PrepareSpec> experiment_prepare;
   std::vector<CellSpec> cells;        ///< finalized (cell_id set); `source` = "file:line"
   std::vector<std::string> warnings;  ///< non-fatal findings (e.g. exclude rules matching nothing)
+  /// `experiments` entries `{experiment: <name>, ...}`, in file order: their file is read
+  /// from each branch's tree, so their cells are in `cells` only once
+  /// resolve_tree_experiments (common/tree_experiments.h) has run (plan, run).
+  std::vector<std::string> tree_experiments;
+  bool tree_experiments_resolved = false;
+  /// What the file asked, and the limits it was expanded with (for resolve_tree_experiments).
+  std::shared_ptr<const MatrixRequest> request;
+  MatrixLimits limits;
 };
 
 /// Every problem of one matrix file, one per line: "file:line:column: key.path: what is

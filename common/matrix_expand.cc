@@ -279,7 +279,12 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
   std::vector<CellSpec> cells;
   std::vector<int> rule_hits(request.excludes.size(), 0);
   std::map<std::string, const CellSpec*> by_id;
+  bool has_tree_experiments = false;
   for (const auto& experiment : request.experiments) {
+    if (!experiment.tree_name.empty()) {
+      has_tree_experiments = true;  // expanded by resolve_tree_experiments
+      continue;
+    }
     const Resolved resolved =
         ExperimentResolver(request, experiment, limits, diagnostics).resolve();
     const auto samples_where =
@@ -313,7 +318,8 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
                           first.source + "; remove one of the two entries or exclude one");
   }
   for (size_t r = 0; r < request.excludes.size(); ++r) {
-    if (rule_hits[r] == 0) {
+    // A rule may be meant for the cells of a tree experiment, not expanded yet.
+    if (rule_hits[r] == 0 && !has_tree_experiments) {
       diagnostics.warning(request.excludes[r].where,
                           "this exclude rule matches no cell; fix its values or remove it");
     }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,12 @@ struct ExperimentRequest {
   std::optional<std::string> only_branch;          ///< CSV rows name one branch; YAML: all branches
   Setting<std::vector<std::string>> prepare_argv;  ///< `prepare`
   Setting<double> prepare_timeout_s;
+  /// `experiment: <name>` (YAML): the experiment is configs/experiment/<name>.yaml in each
+  /// branch's tree, and the other keys of this entry override that file's (see
+  /// common/tree_experiments.h). Empty for an inline experiment.
+  std::string tree_name;
+  SourceLocation tree_where;           ///< where `experiment:` is written
+  std::set<std::string> written_keys;  ///< the keys of the entry (YAML), for overriding
 };
 
 /// Removes the cells that match every key that is set.
@@ -103,13 +110,22 @@ struct MatrixRequest {
 /// Expands `request` into finalized cells (branches x experiments x modes x batch sizes x
 /// world sizes x precisions, minus excludes), checking every semantic rule (models,
 /// shapes, sizes against `limits`, duplicates). Problems go to `diagnostics`; cells are
-/// returned only for what could be resolved.
+/// returned only for what could be resolved. Tree experiments (`tree_name` set) are left
+/// out, and while there are any, an exclude rule matching nothing is not warned about
+/// (resolve_tree_experiments expands them, and checks the rules, per branch).
 std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLimits& limits,
                                     Diagnostics& diagnostics);
 
 /// Reads a YAML matrix (text already checked for encoding) into a request.
 MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
                                Diagnostics& diagnostics);
+
+/// Reads one experiment document (a branch tree's configs/experiment/<name>.yaml) with
+/// the same checks, schema (experiment.schema.json) and reader as an inline entry of
+/// `experiments`; `file` names it in messages. Returns nothing when a problem was added.
+std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
+                                                      const std::string& file,
+                                                      Diagnostics& diagnostics);
 
 /// Reads a CytoDL train or inference task CSV into a request; sets `format` to
 /// "cytodl-train-csv" or "cytodl-infer-csv".

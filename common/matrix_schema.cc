@@ -1,11 +1,14 @@
 #include "common/matrix_schema.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <utility>
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>
 #include <valijson/schema_parser.hpp>
@@ -106,40 +109,52 @@ std::pair<std::string, const Json*> resolve(SchemaDocuments& docs, std::string f
   return {file, node};
 }
 
-/// The schema node that describes the value at `steps` (nullptr when not found).
-const Json* schema_at(SchemaDocuments& docs, const std::string& root_file,
-                      const std::vector<std::string>& steps) {
-  auto [file, node] = resolve(docs, root_file, &docs.get(root_file));
+/// A schema file and a node in it.
+using SchemaNode = std::pair<std::string, const Json*>;
+
+/// `node` and the subschemas a value may be checked against in its place (anyOf
+/// alternatives, if/then/else branches), each with its "$ref" resolved.
+std::vector<SchemaNode> alternatives(SchemaDocuments& docs, const SchemaNode& node) {
+  std::vector<SchemaNode> out{node};
+  const auto& [file, schema] = node;
+  if (schema->contains("anyOf")) {
+    for (const auto& alternative : schema->at("anyOf"))
+      out.push_back(resolve(docs, file, &alternative));
+  }
+  for (const char* branch : {"then", "else"}) {
+    if (schema->contains(branch)) out.push_back(resolve(docs, file, &schema->at(branch)));
+  }
+  return out;
+}
+
+/// The schema node that describes the value at `steps` ({.., nullptr} when not found).
+SchemaNode schema_at(SchemaDocuments& docs, const std::string& root_file,
+                     const std::vector<std::string>& steps) {
+  SchemaNode node = resolve(docs, root_file, &docs.get(root_file));
   for (const auto& step : steps) {
-    const Json* next = nullptr;
-    std::vector<const Json*> candidates{node};
-    if (node->contains("anyOf")) {
-      for (const auto& alternative : node->at("anyOf")) candidates.push_back(&alternative);
-    }
-    for (const Json* candidate : candidates) {
+    std::optional<SchemaNode> next;
+    for (const auto& [file, candidate] : alternatives(docs, node)) {
       if (candidate->contains("properties") && candidate->at("properties").contains(step)) {
-        next = &candidate->at("properties").at(step);
+        next = SchemaNode{file, &candidate->at("properties").at(step)};
       } else if (candidate->contains("items") && is_index(step)) {
-        next = &candidate->at("items");
+        next = SchemaNode{file, &candidate->at("items")};
       }
       if (next) break;
     }
-    if (!next) return nullptr;
-    std::tie(file, node) = resolve(docs, file, next);
+    if (!next) return {root_file, nullptr};
+    node = resolve(docs, next->first, next->second);
   }
   return node;
 }
 
-std::vector<std::string> property_names(const Json* schema) {
+std::vector<std::string> property_names(SchemaDocuments& docs, const SchemaNode& schema) {
   std::vector<std::string> names;
-  if (!schema) return names;
-  std::vector<const Json*> candidates{schema};
-  if (schema->contains("anyOf")) {
-    for (const auto& alternative : schema->at("anyOf")) candidates.push_back(&alternative);
-  }
-  for (const Json* candidate : candidates) {
+  if (!schema.second) return names;
+  for (const auto& [file, candidate] : alternatives(docs, schema)) {
     if (!candidate->contains("properties")) continue;
-    for (const auto& [name, value] : candidate->at("properties").items()) names.push_back(name);
+    for (const auto& [name, value] : candidate->at("properties").items()) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
   }
   return names;
 }
@@ -220,7 +235,8 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
                const std::string& schema_file, const std::string& file, Diagnostics& diagnostics) {
   const auto& text = error.description;
   const YAML::Node node = node_at(root, error.steps);
-  const Json* schema = schema_at(docs, schema_file, error.steps);
+  const SchemaNode schema_node = schema_at(docs, schema_file, error.steps);
+  const Json* schema = schema_node.second;
   std::string key_path = key_path_from_context([&] {
     std::vector<std::string> context{"<root>"};
     for (const auto& step : error.steps) context.push_back("[" + step + "]");
@@ -230,7 +246,7 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
   std::string message;
   if (starts_with(text, "Object contains a property")) {
     const auto key = quoted_name(text);
-    const auto allowed = property_names(schema);
+    const auto allowed = property_names(docs, schema_node);
     where = location_of(key_node(node, key), file, key_path.empty() ? key : key_path + "." + key);
     message = "unknown key '" + key + "'";
     const auto suggestion = closest_match(key, allowed);
@@ -259,7 +275,7 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
     message = "the list is empty; give at least one value";
   } else if (starts_with(text, "Object should have no fewer")) {
     message = "the mapping is empty; give at least one key (allowed keys: " +
-              join(property_names(schema)) + ")";
+              join(property_names(docs, schema_node)) + ")";
   } else if (text.find("violate uniqueness") != std::string::npos) {
     message = "the list has a repeated value (" + text.substr(0, text.find(" violate")) +
               "); remove the repeat";

@@ -9,6 +9,7 @@
 #include "common/matrix_request.h"
 #include "common/matrix_schema.h"
 #include "common/matrix_text.h"
+#include "common/tree_experiments.h"
 
 namespace scalebench {
 namespace {
@@ -182,56 +183,96 @@ void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader
   }
 }
 
+/// Reads the keys present in `node` into `experiment`; absent keys leave it unchanged.
+void read_experiment_keys(const YAML::Node& node, const std::string& path, Reader& reader,
+                          Diagnostics& diagnostics, ExperimentRequest& experiment) {
+  for (const auto& entry : node) experiment.written_keys.insert(entry.first.Scalar());
+  reader.settings(node, path, experiment.settings);
+  read_prepare(node, path, reader, experiment.prepare_argv, experiment.prepare_timeout_s);
+  if (node["mode"] && node["modes"]) {
+    diagnostics.error(reader.where(node["modes"], child_path(path, "modes")),
+                      "both mode and modes are set; keep one of them");
+  }
+  if (const YAML::Node model = node["model"]) {
+    const std::string at = child_path(path, "model");
+    experiment.model_where = reader.where(model, at);
+    experiment.model = ModelSpec{};
+    if (model.IsMap()) {
+      experiment.model.torchscript =
+          reader.scalar<std::string>(model["torchscript"], at + ".torchscript", "a path")
+              .value_or("");
+    } else {
+      experiment.model.zoo = reader.scalar<std::string>(model, at, "a model name").value_or("");
+    }
+  }
+  if (const auto name = node["name"]) {
+    experiment.name =
+        reader.scalar<std::string>(name, child_path(path, "name"), "a name").value_or("");
+  }
+  if (const auto shape = node["input_shape"]) {
+    const std::string at = child_path(path, "input_shape");
+    if (auto dims = reader.list<int64_t>(shape, at, "integers"); dims && !dims->empty()) {
+      reader.set(experiment.input_shape, dims, shape, at);
+    }
+  }
+  if (const auto classes = node["num_classes"]) {
+    const std::string at = child_path(path, "num_classes");
+    const auto value = reader.scalar<int64_t>(classes, at, "an integer");
+    if (value && *value > 0) reader.set(experiment.num_classes, value, classes, at);
+  }
+  if (const auto data = node["data"]) {
+    experiment.data = DataSpec{};
+    if (data.IsMap()) {
+      experiment.data.kind = "hdf5";
+      experiment.data.path =
+          reader.scalar<std::string>(data["hdf5"], child_path(path, "data.hdf5"), "a path")
+              .value_or("");
+      experiment.data.inputs = data["inputs"] ? data["inputs"].Scalar() : "inputs";
+      experiment.data.targets = data["targets"] ? data["targets"].Scalar() : "targets";
+    }
+  }
+  if (const auto checkpoint = node["checkpoint"]) {
+    experiment.checkpoint =
+        reader.scalar<std::string>(checkpoint, child_path(path, "checkpoint"), "a path")
+            .value_or("");
+  }
+}
+
+/// An inline entry of `experiments` (or a tree experiment file: `path` ""). The schema
+/// has checked that `model` is present.
 ExperimentRequest read_experiment(const YAML::Node& node, const std::string& path, Reader& reader,
                                   Diagnostics& diagnostics) {
   ExperimentRequest experiment;
   experiment.where = reader.where(node, path);
-  reader.settings(node, path, experiment.settings);
-  read_prepare(node, path, reader, experiment.prepare_argv, experiment.prepare_timeout_s);
-  if (node["mode"] && node["modes"]) {
-    diagnostics.error(reader.where(node["modes"], path + ".modes"),
-                      "both mode and modes are set; keep one of them");
-  }
-  const YAML::Node model = node["model"];
-  experiment.model_where = reader.where(model, path + ".model");
-  if (model.IsMap()) {
-    experiment.model.torchscript =
-        reader.scalar<std::string>(model["torchscript"], path + ".model.torchscript", "a path")
-            .value_or("");
-  } else {
-    experiment.model.zoo =
-        reader.scalar<std::string>(model, path + ".model", "a model name").value_or("");
-  }
-  if (const auto name = node["name"]) {
-    experiment.name = reader.scalar<std::string>(name, path + ".name", "a name").value_or("");
-  } else {
+  read_experiment_keys(node, path, reader, diagnostics, experiment);
+  if (!node["name"]) {
     const auto& model_spec = experiment.model;
     experiment.name = !model_spec.zoo.empty()
                           ? model_spec.zoo
                           : std::filesystem::path(model_spec.torchscript).stem().string();
   }
-  if (const auto shape = node["input_shape"]) {
-    if (auto dims = reader.list<int64_t>(shape, path + ".input_shape", "integers");
-        dims && !dims->empty()) {
-      reader.set(experiment.input_shape, dims, shape, path + ".input_shape");
-    }
+  return experiment;
+}
+
+/// An entry `{experiment: <name>, ...overrides}` of `experiments` (see
+/// common/tree_experiments.h): the overrides are read now, the file by plan/run.
+ExperimentRequest read_tree_entry(const YAML::Node& node, const std::string& path, Reader& reader,
+                                  Diagnostics& diagnostics) {
+  ExperimentRequest experiment;
+  experiment.where = reader.where(node, path);
+  const std::string at = child_path(path, "experiment");
+  experiment.tree_where = reader.where(node["experiment"], at);
+  experiment.tree_name =
+      reader.scalar<std::string>(node["experiment"], at, "an experiment name").value_or("");
+  if (const auto problem = tree_experiment_name_problem(experiment.tree_name); !problem.empty()) {
+    diagnostics.error(experiment.tree_where,
+                      "experiment name '" + experiment.tree_name + "' is refused: it " + problem +
+                          "; write the file's path below configs/experiment/ without .yaml, "
+                          "e.g. im2im/segmentation");
   }
-  if (const auto classes = node["num_classes"]) {
-    const auto value = reader.scalar<int64_t>(classes, path + ".num_classes", "an integer");
-    if (value && *value > 0)
-      reader.set(experiment.num_classes, value, classes, path + ".num_classes");
-  }
-  if (const auto data = node["data"]; data && data.IsMap()) {
-    experiment.data.kind = "hdf5";
-    experiment.data.path =
-        reader.scalar<std::string>(data["hdf5"], path + ".data.hdf5", "a path").value_or("");
-    experiment.data.inputs = data["inputs"] ? data["inputs"].Scalar() : "inputs";
-    experiment.data.targets = data["targets"] ? data["targets"].Scalar() : "targets";
-  }
-  if (const auto checkpoint = node["checkpoint"]) {
-    experiment.checkpoint =
-        reader.scalar<std::string>(checkpoint, path + ".checkpoint", "a path").value_or("");
-  }
+  read_experiment_keys(node, path, reader, diagnostics, experiment);
+  experiment.written_keys.erase("experiment");
+  if (!node["name"]) experiment.name = experiment.tree_name;
   return experiment;
 }
 
@@ -259,9 +300,19 @@ ExcludeRule read_exclude(const YAML::Node& node, const std::string& path, Reader
   return rule;
 }
 
-/// A prepare step runs in a branch's worktree: without repo/branches there is none.
-void check_prepare_has_branches(const MatrixRequest& request, Diagnostics& diagnostics) {
+/// A prepare step runs in a branch's worktree and a tree experiment is read from a branch's
+/// tree: without repo/branches there is none.
+void check_needs_branches(const MatrixRequest& request, Diagnostics& diagnostics) {
   if (!request.branches.empty()) return;
+  for (const auto& experiment : request.experiments) {
+    if (experiment.tree_name.empty()) continue;
+    diagnostics.error(experiment.tree_where,
+                      "experiment: " + experiment.tree_name + " reads configs/experiment/" +
+                          experiment.tree_name +
+                          ".yaml from each branch's tree and needs repo and branches; add "
+                          "repo: <path> and branches: [<ref>, ...], or write the experiment "
+                          "inline (model: ...)");
+  }
   std::vector<SourceLocation> places;
   if (request.prepare_argv.value) places.push_back(request.prepare_argv.where);
   for (const auto& experiment : request.experiments) {
@@ -338,7 +389,14 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
   const YAML::Node experiments = root["experiments"];
   for (size_t i = 0; i < experiments.size(); ++i) {
     const std::string path = "experiments[" + std::to_string(i) + "]";
-    auto experiment = read_experiment(experiments[i], path, reader, diagnostics);
+    const bool from_tree = static_cast<bool>(experiments[i]["experiment"]);
+    auto experiment = from_tree ? read_tree_entry(experiments[i], path, reader, diagnostics)
+                                : read_experiment(experiments[i], path, reader, diagnostics);
+    // A tree experiment's name may come from its file: checked per branch once read.
+    if (from_tree && experiment.written_keys.count("name") == 0) {
+      request.experiments.push_back(std::move(experiment));
+      continue;
+    }
     const auto [previous, inserted] = names.emplace(experiment.name, experiment.where.line);
     if (!inserted) {
       diagnostics.error(experiment.where, "experiment name '" + experiment.name +
@@ -348,7 +406,7 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
     }
     request.experiments.push_back(std::move(experiment));
   }
-  check_prepare_has_branches(request, diagnostics);
+  check_needs_branches(request, diagnostics);
   if (const auto excludes = root["exclude"]) {
     for (size_t i = 0; i < excludes.size(); ++i) {
       request.excludes.push_back(
@@ -356,6 +414,37 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
     }
   }
   return request;
+}
+
+std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
+                                                      const std::string& file,
+                                                      Diagnostics& diagnostics) {
+  if (!check_text_encoding(text, file, diagnostics)) return std::nullopt;
+  check_yaml_indentation(text, file, diagnostics);
+  check_yaml_quotes(text, file, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    diagnostics.error({file, e.mark.line + 1, e.mark.column + 1, ""},
+                      "YAML syntax error: " + e.msg + "; fix the YAML syntax here");
+    return std::nullopt;
+  }
+  if (!root.IsMap()) {
+    diagnostics.error(location_of(root, file, ""),
+                      "an experiment file must be a mapping (key: value) with at least "
+                      "'model'; got " +
+                          describe_node(root));
+    return std::nullopt;
+  }
+  check_duplicate_keys(root, "", file, diagnostics);
+  validate_with_schema(root, "experiment.schema.json", file, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  Reader reader(file, diagnostics);
+  ExperimentRequest experiment = read_experiment(root, "", reader, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  return experiment;
 }
 
 }  // namespace scalebench

@@ -75,7 +75,8 @@ std::vector<uint8_t> serialize(const Assignment& assignment) {
       {"cell", to_json(assignment.cell)},
       {"members", assignment.members},
       {"artifact", nlohmann::json::binary(std::vector<uint8_t>(assignment.artifact.begin(),
-                                                               assignment.artifact.end()))}};
+                                                               assignment.artifact.end()))},
+      {"tree", assignment.tree}};
   return nlohmann::json::to_msgpack(json);
 }
 
@@ -115,6 +116,7 @@ Assignment deserialize_assignment(const std::vector<uint8_t>& bytes) {
     assignment.members = json.at("members").get<std::vector<int>>();
     const auto& artifact = json.at("artifact").get_binary();
     assignment.artifact.assign(artifact.begin(), artifact.end());
+    assignment.tree = json.at("tree").get<std::string>();
     return assignment;
   });
 }

@@ -38,10 +38,18 @@ struct WorkerHello {
 };
 
 /// One cell handed to a group. `members` are MPI_COMM_WORLD ranks, group rank order.
+/// Filled by rank 0 at dispatch (orchestrator/cell_inputs.h).
 struct Assignment {
   CellSpec cell;
   std::vector<int> members;
-  std::string artifact;  ///< bytes of a TorchScript model for the cell, or empty
+  /// Bytes of the cell's TorchScript module (`cell.model.torchscript` read by rank 0 from
+  /// the branch tree), or empty for zoo models. Sent over MPI: workers need no access to
+  /// rank 0's filesystem for the model.
+  std::string artifact;
+  /// Absolute directory that the cell's relative file paths (`data.path`, `checkpoint`)
+  /// resolve against on the workers: the branch's worktree, or the matrix file's folder
+  /// when the matrix has no repo. Empty: the worker's working directory.
+  std::string tree;
   bool operator==(const Assignment&) const = default;
 };
 
@@ -81,6 +89,10 @@ std::vector<std::string> phase_union(const std::vector<RankResult>& ranks);
 std::vector<uint8_t> serialize(const WorkerHello& hello);
 std::vector<uint8_t> serialize(const Assignment& assignment);
 std::vector<uint8_t> serialize(const RankResult& result);
+/// Largest serialized message (one MPI_Send of MPI_BYTE counts in int); larger TorchScript
+/// artifacts are refused by rank 0 with CellError("inputs").
+inline constexpr size_t kMaxMessageBytes = 2147483647 - 4096;
+
 /// Throw InputError on malformed bytes (a version skew between ranks, a truncated message).
 WorkerHello deserialize_hello(const std::vector<uint8_t>& bytes);
 Assignment deserialize_assignment(const std::vector<uint8_t>& bytes);

@@ -8,6 +8,7 @@
 
 #include "common/branch_resolution.h"
 #include "common/matrix.h"
+#include "common/tree_experiments.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/matrix_arguments.h"
 
@@ -61,7 +62,9 @@ void add_plan_command(CLI::App& app, int& exit_status) {
       ->capture_default_str();
   command->callback([options, &exit_status] {
     ExpandedMatrix matrix = load_matrix(options->matrix.matrix_path, options->matrix.limits());
-    apply_commits(matrix, resolve_matrix_commits(matrix));  // read-only git; ids as `run` has them
+    const auto commits = resolve_matrix_commits(matrix);  // read-only git
+    apply_commits(matrix, commits);                       // ids as `run` has them
+    resolve_tree_experiments(matrix, commits);            // adds its warnings to matrix.warnings
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
     if (options->format == "json") {
       nlohmann::json cells = nlohmann::json::array();

@@ -14,6 +14,8 @@
 #include "common/mpi_comm.h"
 #include "common/provenance.h"
 #include "common/results_store.h"
+#include "common/tree_experiments.h"
+#include "orchestrator/cell_inputs.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/prepare_steps.h"
@@ -100,6 +102,8 @@ Prepared prepare(const RunOptions& options, const std::vector<WorkerHello>& hell
       prepared.matrix,
       options.work_dir.empty() ? default_work_dir(options.output_path) : options.work_dir);
   apply_commits(prepared.matrix, commits_of(prepared.branches));
+  for (const auto& w : resolve_tree_experiments(prepared.matrix, commits_of(prepared.branches)))
+    SB_LOG(warning) << w;
   const auto matrix_mode = parse_scheduling_mode(prepared.matrix.scheduling);
   prepared.scheduling =
       options.scheduling.value_or(matrix_mode.value_or(SchedulingMode::kExclusive));
@@ -136,6 +140,13 @@ Prepared prepare(const RunOptions& options, const std::vector<WorkerHello>& hell
   }
   prepared.store->set_commit_info(std::move(commit_info));
   return prepared;
+}
+
+std::map<std::string, std::filesystem::path> worktrees_of(
+    const std::map<std::string, ResolvedBranch>& branches) {
+  std::map<std::string, std::filesystem::path> worktrees;
+  for (const auto& [ref, branch] : branches) worktrees.emplace(ref, branch.worktree);
+  return worktrees;
 }
 
 /// The exit status from the file's final state of the matrix's cells.
@@ -220,6 +231,11 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
   orchestration.already_done = prepared.already_done;
   orchestration.total_cells = prepared.matrix.cells.size();
   StoreSink sink(*prepared.store);
+  CellInputs inputs(std::filesystem::absolute(options.matrix_path).parent_path(),
+                    worktrees_of(prepared.branches));
+  orchestration.attach_inputs = [&inputs](const CellSpec& cell, Assignment& assignment) {
+    inputs.attach(cell, assignment);
+  };
   OrchestratorOutcome outcome;
   int status = kExitOk;
   try {

@@ -190,8 +190,12 @@ class Loop {
   void dispatch() {
     for (const auto& d : scheduler_->take_dispatches()) {
       const CellSpec& cell = cells_[d.index];
+      Assignment assignment{cell, d.members};
+      if (!attach_inputs(assignment)) {
+        scheduler_->release(d.members);
+        continue;
+      }
       sink_.mark_running(cell, d.members);
-      const Assignment assignment{cell, d.members, {}};
       const auto bytes = serialize(assignment);
       for (const int rank : d.members) send_message(bytes, rank, Tag::kAssign, MPI_COMM_WORLD);
       RunningCell running;
@@ -204,6 +208,23 @@ class Loop {
       SB_LOG(info) << "start " << cell_label(cell) << " [" << cell.cell_id << "] on ranks "
                    << join_ranks(d.members);
       running_.emplace(cell.cell_id, std::move(running));
+    }
+  }
+
+  /// options_.attach_inputs on `assignment`; false (the cell recorded failed) when it
+  /// throws CellError.
+  bool attach_inputs(Assignment& assignment) {
+    if (!options_.attach_inputs) return true;
+    const CellSpec& cell = assignment.cell;
+    try {
+      options_.attach_inputs(cell, assignment);
+      return true;
+    } catch (const CellError& error) {
+      SB_LOG(warning) << cell_label(cell) << " failed in phase '" << error.phase()
+                      << "': " << error.what();
+      sink_.finish_without_results(cell, CellStatus::kFailed, error.phase(), error.what());
+      finished(cell, CellStatus::kFailed);
+      return false;
     }
   }
 

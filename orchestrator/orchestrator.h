@@ -30,6 +30,7 @@
 // records the cell as failed and ends the job the same way.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -85,6 +86,10 @@ struct OrchestratorOptions {
   size_t already_done = 0;
   /// Cells of the whole matrix (progress total); 0 = cells.size() + already_done.
   size_t total_cells = 0;
+  /// Called at dispatch, before the cell is marked running, to fill the Assignment's
+  /// `artifact` and `tree` (CellInputs::attach in production; unset: neither is sent). A
+  /// CellError from it records the cell `failed` in the error's phase, and the run goes on.
+  std::function<void(const CellSpec&, Assignment&)> attach_inputs;
 };
 
 /// How the loop ended.

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <iterator>
-#include <set>
+#include <filesystem>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
+#include "worker/batch_source.h"
+#include "worker/checkpoint.h"
 #include "worker/synthetic_data.h"
 
 namespace scalebench {
@@ -34,8 +34,11 @@ torch::Tensor sample_weights(int64_t first, int64_t count, const torch::Device& 
 
 class InferWorkload : public Workload {
  public:
-  InferWorkload(const CellSpec& cell, const torch::Device& device, MPI_Comm group)
-      : cell_(cell), device_(device), resolved_(resolve_model(cell)) {
+  InferWorkload(const Assignment& assignment, const torch::Device& device, MPI_Comm group)
+      : cell_(assignment.cell),
+        device_(device),
+        resolved_(resolve_model(assignment.cell, assignment.artifact)) {
+    const CellSpec& cell = assignment.cell;
     check_precision(cell.precision, device);
     if (cell.batch_size < 1) throw InputError("batch_size must be >= 1 for inference");
     int rank = 0, world = 1;
@@ -51,7 +54,10 @@ class InferWorkload : public Workload {
     model_ = resolved_.info->build(resolved_.input_shape, resolved_.num_classes);
     if (!cell.checkpoint.empty()) {
       const auto load_start = std::chrono::steady_clock::now();
-      load_state_dict(*model_, cell.checkpoint);
+      std::filesystem::path path(cell.checkpoint);
+      if (path.is_relative() && !assignment.tree.empty())
+        path = std::filesystem::path(assignment.tree) / path;
+      load_state_dict(model_->state_entries(), path.lexically_normal().string());
       checkpoint_load_s_ = seconds_since(load_start);
     }
     model_->to(device);
@@ -59,8 +65,8 @@ class InferWorkload : public Workload {
     model_->eval();
     synchronize_device(device);
     model_init_s_ = seconds_since(start);
-    data_ = std::make_unique<SyntheticData>(*resolved_.info, resolved_.input_shape,
-                                            resolved_.num_classes, cell.seed, device.is_cuda());
+    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
+                              assignment.tree, device.is_cuda());
     checksum_ = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
   }
 
@@ -108,8 +114,11 @@ class InferWorkload : public Workload {
     metrics["model_init_s"] = model_init_s_;
     if (!cell_.checkpoint.empty()) metrics["checkpoint_load_s"] = checkpoint_load_s_;
     metrics["parameter_count"] = static_cast<double>(parameter_count(*model_));
-    metrics["flops_per_sample"] =
-        resolved_.info->forward_flops_per_sample(resolved_.input_shape, resolved_.num_classes);
+    metrics.merge(data_->metrics());
+    if (resolved_.info->forward_flops_per_sample) {  // none for TorchScript models
+      metrics["flops_per_sample"] =
+          resolved_.info->forward_flops_per_sample(resolved_.input_shape, resolved_.num_classes);
+    }
     metrics["samples"] = static_cast<double>(shard_.count);
     metrics["dataset_samples"] = static_cast<double>(samples_);
     metrics["shard_first_sample"] = static_cast<double>(shard_.first);
@@ -139,17 +148,11 @@ class InferWorkload : public Workload {
   SampleRange shard_;
   int64_t batches_ = 0;
   std::shared_ptr<models::ZooModel> model_;
-  std::unique_ptr<SyntheticData> data_;
+  std::unique_ptr<BatchSource> data_;
   torch::Tensor checksum_;
   double model_init_s_ = 0.0;
   double checkpoint_load_s_ = 0.0;
 };
-
-std::vector<char> read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CellError("checkpoint_load", "cannot open checkpoint " + path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 }  // namespace
 
@@ -158,54 +161,9 @@ int64_t inference_samples(const CellSpec& cell) {
                           : cell.batch_size * cell.world_size * cell.measured_iterations;
 }
 
-void load_state_dict(torch::nn::Module& module, const std::string& path) {
-  torch::IValue loaded;
-  try {
-    loaded = torch::pickle_load(read_file_bytes(path));
-  } catch (const c10::Error& error) {
-    throw CellError("checkpoint_load", "checkpoint " + path + " is not a torch.save file: " +
-                                           error.what_without_backtrace());
-  }
-  if (!loaded.isGenericDict()) {
-    throw CellError("checkpoint_load", "checkpoint " + path +
-                                           " does not hold a dict of tensors: save it with "
-                                           "torch.save(dict(model.state_dict()), path)");
-  }
-  std::map<std::string, torch::Tensor> entries;
-  for (const auto& item : loaded.toGenericDict()) {
-    if (!item.key().isString() || !item.value().isTensor()) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " has a non name->tensor entry");
-    }
-    entries.emplace(item.key().toStringRef(), item.value().toTensor());
-  }
-  torch::NoGradGuard no_grad;
-  std::set<std::string> used;
-  auto assign = [&](const std::string& name, torch::Tensor& target) {
-    const auto found = entries.find(name);
-    if (found == entries.end()) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " has no entry " + name);
-    }
-    if (found->second.sizes() != target.sizes()) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " entry " + name + " has shape " +
-                                             c10::str(found->second.sizes()) +
-                                             ", the model needs " + c10::str(target.sizes()));
-    }
-    target.copy_(found->second);
-    used.insert(name);
-  };
-  for (auto& item : module.named_parameters()) assign(item.key(), item.value());
-  for (auto& item : module.named_buffers()) assign(item.key(), item.value());
-  for (const auto& [name, tensor] : entries) {
-    if (!used.contains(name)) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " has an entry " + name +
-                                             " that the model does not have");
-    }
-  }
-}
-
-std::unique_ptr<Workload> make_infer_workload(const CellSpec& cell, const torch::Device& device,
-                                              MPI_Comm group) {
-  return std::make_unique<InferWorkload>(cell, device, group);
+std::unique_ptr<Workload> make_infer_workload(const Assignment& assignment,
+                                              const torch::Device& device, MPI_Comm group) {
+  return std::make_unique<InferWorkload>(assignment, device, group);
 }
 
 }  // namespace scalebench

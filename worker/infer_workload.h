@@ -1,4 +1,4 @@
-// Sharded inference of a zoo model on synthetic data.
+// Sharded inference of a zoo or TorchScript model on synthetic or HDF5 data.
 //
 // `samples` items (0 = batch_size * world_size * measured_iterations) are split across the
 // group in contiguous shards (shard_range); each rank runs its shard in batches of
@@ -15,21 +15,18 @@
 #include <string>
 
 #include "common/cell_spec.h"
+#include "common/messages.h"
 #include "worker/workload.h"
 
 namespace scalebench {
 
-/// Local work only (no collective). `group` gives this rank's shard.
-std::unique_ptr<Workload> make_infer_workload(const CellSpec& cell, const torch::Device& device,
-                                              MPI_Comm group);
+/// Local work only (no collective). `group` gives this rank's shard. The model comes from
+/// the zoo or `assignment.artifact`; a checkpoint and HDF5 data are read from paths
+/// relative to `assignment.tree` (checkpoint load time: metric checkpoint_load_s).
+std::unique_ptr<Workload> make_infer_workload(const Assignment& assignment,
+                                              const torch::Device& device, MPI_Comm group);
 
 /// Number of items of an inference cell (resolves samples == 0).
 int64_t inference_samples(const CellSpec& cell);
-
-/// Loads a checkpoint into `module`: a file written by torch.save(dict(model.state_dict()))
-/// in Python or torch::pickle_save of a name -> tensor dict in C++, whose names and shapes
-/// match the module's parameters and buffers exactly. Throws CellError("checkpoint_load")
-/// naming the first missing, unexpected or mis-shaped entry.
-void load_state_dict(torch::nn::Module& module, const std::string& path);
 
 }  // namespace scalebench

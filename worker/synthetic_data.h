@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "worker/batch_source.h"
 #include "worker/model_zoo.h"
 
 namespace scalebench {
@@ -29,31 +30,17 @@ uint64_t sample_seed(uint64_t seed, int64_t index);
 /// (iterations count warm-up ones from 0): ((iteration * world) + rank) * batch.
 int64_t train_first_sample(int64_t iteration, int rank, int world_size, int64_t batch_size);
 
-/// A contiguous range of global sample indices [first, first + count).
-struct SampleRange {
-  int64_t first = 0;
-  int64_t count = 0;
-  bool operator==(const SampleRange&) const = default;
-};
-
 /// Rank `rank`'s shard of `samples` items: contiguous, the first samples % world ranks get
 /// one item more (counts differ by at most one; a rank may get none).
 SampleRange shard_range(int64_t samples, int rank, int world_size);
 
-struct HostBatch {
-  torch::Tensor inputs;   ///< [count, input_shape...] of the model's input dtype
-  torch::Tensor targets;  ///< int64 [count] class ids, or [count, D, H, W] voxel labels
-};
-
-/// Makes batches of one model's samples. Not thread safe (one per workload).
-class SyntheticData {
+/// Makes batches of one model's synthetic samples. Not thread safe (one per workload).
+class SyntheticData : public BatchSource {
  public:
   SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape, int64_t num_classes,
                 uint64_t seed, bool pin_memory);
-  /// Samples `range.first` .. `range.first + range.count - 1`, freshly allocated (pinned
-  /// memory comes from Torch's caching host allocator, which does not reuse a block while
-  /// a non_blocking copy from it is in flight).
-  [[nodiscard]] HostBatch make_batch(SampleRange range) const;
+  /// See BatchSource::make_batch; sample i is the same bytes whichever batch makes it.
+  [[nodiscard]] HostBatch make_batch(SampleRange range) const override;
 
  private:
   const ModelInfo& model_;

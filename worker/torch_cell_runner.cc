@@ -155,8 +155,8 @@ class TorchCellRunner : public CellRunner {
       set_tf32(cell.tf32);
       rss_reset = reset_peak_memory(device);
       phase = "model_init";
-      workload = cell.mode == Mode::kTrain ? make_train_workload(cell, device, group)
-                                           : make_infer_workload(cell, device, group);
+      workload = cell.mode == Mode::kTrain ? make_train_workload(assignment, device, group)
+                                           : make_infer_workload(assignment, device, group);
       result.phases = workload->phases();
     } catch (...) {
       record_failure(result, phase);

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/mpi_check.h"
+#include "worker/batch_source.h"
 #include "worker/collective_backend.h"
 #include "worker/gradient_reducer.h"
 #include "worker/synthetic_data.h"
@@ -22,8 +23,12 @@ const std::vector<std::string>& train_phases() {
 
 class TrainWorkload : public Workload {
  public:
-  TrainWorkload(const CellSpec& cell, const torch::Device& device, MPI_Comm group)
-      : cell_(cell), device_(device), group_(group), resolved_(resolve_model(cell)) {
+  TrainWorkload(const Assignment& assignment, const torch::Device& device, MPI_Comm group)
+      : cell_(assignment.cell),
+        device_(device),
+        group_(group),
+        resolved_(resolve_model(assignment.cell, assignment.artifact)) {
+    const CellSpec& cell = assignment.cell;
     check_precision(cell.precision, device);
     MPI_CHECK(MPI_Comm_rank(group, &rank_));
     MPI_CHECK(MPI_Comm_size(group, &world_));
@@ -37,8 +42,8 @@ class TrainWorkload : public Workload {
     optimizer_ = make_optimizer(cell.optimizer, model_->parameters());
     synchronize_device(device);
     model_init_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    data_ = std::make_unique<SyntheticData>(*resolved_.info, resolved_.input_shape,
-                                            resolved_.num_classes, cell.seed, device.is_cuda());
+    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
+                              assignment.tree, device.is_cuda());
   }
 
   const std::vector<std::string>& phases() const override { return train_phases(); }
@@ -98,14 +103,18 @@ class TrainWorkload : public Workload {
   }
 
   void add_metrics(std::map<std::string, double>& metrics) override {
-    const double forward_flops =
-        resolved_.info->forward_flops_per_sample(resolved_.input_shape, resolved_.num_classes);
     metrics["final_loss"] = last_loss_.defined() ? last_loss_.item<double>() : NAN;
     metrics["param_checksum"] = parameter_checksum(*model_);
     metrics["model_init_s"] = model_init_s_;
     metrics["parameter_count"] = static_cast<double>(parameter_count(*model_));
-    metrics["flops_per_sample"] = forward_flops;
-    metrics["train_flops_per_sample"] = kTrainFlopsFactor * forward_flops;
+    metrics.merge(data_->metrics());
+    // TorchScript models have no analytic FLOP count: the metrics are left out.
+    if (resolved_.info->forward_flops_per_sample) {
+      const double forward_flops =
+          resolved_.info->forward_flops_per_sample(resolved_.input_shape, resolved_.num_classes);
+      metrics["flops_per_sample"] = forward_flops;
+      metrics["train_flops_per_sample"] = kTrainFlopsFactor * forward_flops;
+    }
   }
 
  private:
@@ -117,7 +126,7 @@ class TrainWorkload : public Workload {
   int world_ = 1;
   std::shared_ptr<models::ZooModel> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<SyntheticData> data_;
+  std::unique_ptr<BatchSource> data_;
   std::unique_ptr<CollectiveBackend> backend_;  // declared before reducer_: outlives it
   std::unique_ptr<GradientReducer> reducer_;
   torch::Tensor last_loss_;
@@ -158,9 +167,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spe
   throw InputError("unknown optimizer \"" + spec.name + "\": use sgd, adam or adamw");
 }
 
-std::unique_ptr<Workload> make_train_workload(const CellSpec& cell, const torch::Device& device,
-                                              MPI_Comm group) {
-  return std::make_unique<TrainWorkload>(cell, device, group);
+std::unique_ptr<Workload> make_train_workload(const Assignment& assignment,
+                                              const torch::Device& device, MPI_Comm group) {
+  return std::make_unique<TrainWorkload>(assignment, device, group);
 }
 
 }  // namespace scalebench

@@ -1,4 +1,4 @@
-// DDP-style data-parallel training of a zoo model on synthetic data.
+// DDP-style data-parallel training of a zoo or TorchScript model on synthetic or HDF5 data.
 //
 // Phases per iteration (see docs/metrics.md): data, h2d, forward, backward, comm_wait,
 // optimizer, step. With world_size 1 there is no gradient reducer (comm_wait is an empty
@@ -11,16 +11,18 @@
 #include <memory>
 
 #include "common/cell_spec.h"
+#include "common/messages.h"
 #include "worker/workload.h"
 
 namespace scalebench {
 
-/// Builds the model (seeded with cell.seed, on the CPU, then moved to `device`), the
-/// optimizer and the data source. Local work only: the communicator and the parameter
-/// broadcast happen in connect(). `group` must outlive the workload.
-/// Throws CellError / InputError for unusable cells (bad optimizer, fp16 on CPU, ...).
-std::unique_ptr<Workload> make_train_workload(const CellSpec& cell, const torch::Device& device,
-                                              MPI_Comm group);
+/// Builds the model of `assignment.cell` (zoo: seeded with cell.seed; TorchScript: loaded
+/// from `assignment.artifact`; on the CPU, then moved to `device`), the optimizer and the
+/// batch source (HDF5 paths relative to `assignment.tree`). Local work only: the communicator and
+/// the parameter broadcast happen in connect(). `group` must outlive the workload. Throws CellError
+/// / InputError for unusable cells (bad optimizer, fp16 on CPU, ...).
+std::unique_ptr<Workload> make_train_workload(const Assignment& assignment,
+                                              const torch::Device& device, MPI_Comm group);
 
 /// `cell.backend` resolved for `device`: auto -> nccl on CUDA, mpi on CPU. Throws
 /// CellError("connect") for nccl on a CPU device or nccl in a build without CUDA.

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/mpi_check.h"
+#include "worker/scripted_model.h"
 
 namespace scalebench {
 namespace {
@@ -102,17 +103,21 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
   return result;
 }
 
-ResolvedModel resolve_model(const CellSpec& cell) {
-  if (cell.model.zoo.empty()) {
-    throw CellError("model_init", "TorchScript models (" + cell.model.torchscript +
-                                      ") are not supported by this worker yet: use a zoo model");
-  }
-  if (cell.data.kind != "synthetic") {
-    throw CellError("model_init", "data kind \"" + cell.data.kind +
-                                      "\" is not supported by this worker yet: use synthetic");
-  }
+ResolvedModel resolve_model(const CellSpec& cell, std::string artifact) {
   ResolvedModel resolved;
-  resolved.info = &find_model(cell.model.zoo);
+  if (!cell.model.torchscript.empty()) {
+    if (artifact.empty()) {
+      throw CellError("model_init", "TorchScript model " + cell.model.torchscript +
+                                        ": the assignment carries no module bytes (rank 0 reads "
+                                        "the file from the branch tree at dispatch)");
+    }
+    resolved.info =
+        std::make_shared<const ModelInfo>(scripted_model_info(cell, std::move(artifact)));
+  } else {
+    // The zoo's entries live as long as the process: share without ownership.
+    resolved.info = std::shared_ptr<const ModelInfo>(std::shared_ptr<const ModelInfo>{},
+                                                     &find_model(cell.model.zoo));
+  }
   resolved.input_shape =
       cell.input_shape.empty() ? resolved.info->default_input_shape : cell.input_shape;
   resolved.num_classes =

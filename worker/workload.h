@@ -76,15 +76,18 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options);
 
 // ---- helpers shared by the workloads ----------------------------------------------------
 
-/// A zoo model resolved for one cell: defaults applied, shape checked.
+/// The model of one cell resolved: defaults applied, shape checked.
 struct ResolvedModel {
-  const ModelInfo* info = nullptr;
+  /// The zoo entry (shared, never freed), or the entry of a TorchScript cell
+  /// (scripted_model_info), which owns the module's bytes.
+  std::shared_ptr<const ModelInfo> info;
   std::vector<int64_t> input_shape;
   int64_t num_classes = 0;
 };
-/// Throws CellError("model_init", ...) for TorchScript models and non-synthetic data (not
-/// supported yet) and InputError for unknown names or unusable shapes.
-ResolvedModel resolve_model(const CellSpec& cell);
+/// The model of `cell`. `artifact` is the TorchScript module's bytes for a TorchScript
+/// cell (Assignment::artifact) and ignored otherwise. Throws InputError for unknown names
+/// or unusable shapes, CellError("model_init") for a TorchScript cell without bytes.
+ResolvedModel resolve_model(const CellSpec& cell, std::string artifact = {});
 
 /// Throws CellError("model_init") when `precision` cannot run on `device` (fp16 on CPU).
 void check_precision(Precision precision, const torch::Device& device);

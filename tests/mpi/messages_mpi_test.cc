@@ -19,7 +19,7 @@ TEST(MessagesOverMpi, AssignmentAndResultRoundTrip) {
   cell.world_size = size - 1;
   cell = finalize_cell_id(cell);
   if (rank == 0) {
-    Assignment assignment{cell, {1, 2}, std::string("\x00\x01\xff", 3)};
+    Assignment assignment{cell, {1, 2}, std::string("\x00\x01\xff", 3), "/work/tree"};
     for (int peer = 1; peer < size; ++peer)
       send_message(serialize(assignment), peer, Tag::kAssign, MPI_COMM_WORLD);
     for (int peer = 1; peer < size; ++peer) {

@@ -14,14 +14,25 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace scalebench::models {
 
-/// A zoo model: a Module with a single-tensor forward.
+/// Named tensors of a model's state (parameters, then buffers) as a checkpoint names them.
+using NamedState = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// Parameters then buffers of `module` under their nn::Module names ("0.weight").
+NamedState named_state(torch::nn::Module& module);
+
+/// A zoo model: a Module with a single-tensor forward. Also the interface of a TorchScript
+/// model (worker/scripted_model.h), so that the workloads treat both alike.
 class ZooModel : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor input) = 0;
+  /// The state a checkpoint (a torch.save'd state_dict) is matched against, by name.
+  virtual NamedState state_entries() { return named_state(*this); }
 };
 
 /// Output size of a convolution or pooling window along one dimension.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "worker/checkpoint.h"
 #include "worker/infer_workload.h"
 #include "worker/train_workload.h"
 
@@ -150,19 +151,19 @@ TEST(Checkpoint, LoadsAStateDictAndNamesMismatches) {
 
   torch::manual_seed(2);
   torch::nn::Sequential target(torch::nn::Linear(3, 2), torch::nn::BatchNorm1d(2));
-  load_state_dict(*target, path.string());
+  load_state_dict(models::named_state(*target), path.string());
   EXPECT_TRUE(
       torch::equal(target->named_parameters()["0.weight"], source->named_parameters()["0.weight"]));
 
   torch::nn::Sequential wrong(torch::nn::Linear(4, 2), torch::nn::BatchNorm1d(2));
   try {
-    load_state_dict(*wrong, path.string());
+    load_state_dict(models::named_state(*wrong), path.string());
     FAIL() << "expected a shape mismatch";
   } catch (const CellError& error) {
     EXPECT_EQ(error.phase(), "checkpoint_load");
     EXPECT_NE(std::string(error.what()).find("0.weight"), std::string::npos) << error.what();
   }
-  EXPECT_THROW(load_state_dict(*target, "/nonexistent.pt"), CellError);
+  EXPECT_THROW(load_state_dict(models::named_state(*target), "/nonexistent.pt"), CellError);
   std::filesystem::remove(path);
 }
 

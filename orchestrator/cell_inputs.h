@@ -1,0 +1,60 @@
+// Rank 0 of `scalebench run`: what travels with a dispatched cell beside its spec — the
+// directory its relative paths resolve against (Assignment::tree) and the bytes of its
+// TorchScript module (Assignment::artifact). See docs/branches.md#files-of-a-cell.
+//
+// Contract: `attach` runs at dispatch, after the branch's prepare step (which may be what
+// writes the TorchScript file), so a file that a prepare step exports is found. A missing
+// or unreadable input file is the cell's failure, not the run's: CellError of phase
+// "inputs" naming the file, the branch and what to change; the orchestrator records the
+// cell `failed` and goes on. Rank 0 only; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/cell_spec.h"
+#include "common/messages.h"
+
+namespace scalebench {
+
+/// `relative` resolved against `tree`: absolute paths stay as written, relative ones are
+/// joined to `tree`. Lexically normalised; no filesystem access. Pure.
+std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
+                                      const std::string& relative);
+
+class CellInputs {
+ public:
+  /// `no_repo_tree`: the directory of cells without a branch (the matrix file's folder).
+  /// `worktrees`: ref -> absolute worktree path of each branch.
+  CellInputs(std::filesystem::path no_repo_tree,
+             std::map<std::string, std::filesystem::path> worktrees);
+
+  /// The absolute directory `cell`'s relative paths resolve against. Throws Error when the
+  /// cell's branch has no worktree (a bug: every branch is checked out before dispatch).
+  [[nodiscard]] std::filesystem::path tree_of(const CellSpec& cell) const;
+
+  /// Sets assignment.tree; for a TorchScript cell reads the module into
+  /// assignment.artifact. Checks that the cell's data file and checkpoint are regular
+  /// files. Throws CellError("inputs") for a missing, unreadable or oversized file.
+  void attach(const CellSpec& cell, Assignment& assignment);
+
+ private:
+  /// Bytes of `path`, reusing the previous read when the file's size and mtime are
+  /// unchanged (consecutive cells of one model share it).
+  std::string read_artifact(const std::filesystem::path& path, const CellSpec& cell);
+
+  std::filesystem::path no_repo_tree_;
+  std::map<std::string, std::filesystem::path> worktrees_;
+  struct Cached {
+    std::filesystem::path path;
+    std::uintmax_t size = 0;
+    std::filesystem::file_time_type mtime;
+    std::string bytes;
+  };
+  std::unique_ptr<Cached> cached_;
+};
+
+}  // namespace scalebench

@@ -1,0 +1,32 @@
+#include "worker/batch_source.h"
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "worker/hdf5_batches.h"
+#include "worker/synthetic_data.h"
+
+namespace scalebench {
+
+std::unique_ptr<BatchSource> make_batch_source(const CellSpec& cell, const ModelInfo& model,
+                                               const std::vector<int64_t>& input_shape,
+                                               int64_t num_classes, const std::string& tree,
+                                               bool pin_memory) {
+  if (cell.data.kind == "synthetic") {
+    return std::make_unique<SyntheticData>(model, input_shape, num_classes, cell.seed, pin_memory);
+  }
+  if (cell.data.kind != "hdf5") {
+    throw CellError("data_open", "data kind \"" + cell.data.kind +
+                                     "\" is unknown to this worker: use synthetic or hdf5");
+  }
+  std::filesystem::path path(cell.data.path);
+  if (path.is_relative() && !tree.empty()) path = std::filesystem::path(tree) / path;
+  // TorchScript models say nothing about their targets: accept the file's per-row shape.
+  std::optional<std::vector<int64_t>> expected_target;
+  if (cell.model.torchscript.empty()) expected_target = target_shape(model, input_shape);
+  return std::make_unique<Hdf5Batches>(path.lexically_normal(), cell.data.inputs, cell.data.targets,
+                                       input_shape, model.input_dtype, expected_target, num_classes,
+                                       pin_memory);
+}
+
+}  // namespace scalebench

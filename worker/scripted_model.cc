@@ -1,0 +1,110 @@
+#include "worker/scripted_model.h"
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace scalebench {
+namespace {
+
+/// nn::Module names may not contain '.': "layer1.0.conv1.weight" -> "layer1_0_conv1_weight",
+/// made unique by an index suffix when two names collide after the replacement.
+std::string module_safe_name(const std::string& name, const torch::nn::Module& module) {
+  std::string safe = name;
+  std::replace(safe.begin(), safe.end(), '.', '_');
+  std::string unique = safe;
+  for (int suffix = 1; module.named_parameters(false).contains(unique) ||
+                       module.named_buffers(false).contains(unique);
+       ++suffix) {
+    unique = safe + "_" + std::to_string(suffix);
+  }
+  return unique;
+}
+
+}  // namespace
+
+ScriptedModel::ScriptedModel(torch::jit::Module module, std::string source)
+    : module_(std::move(module)), source_(std::move(source)) {
+  for (const auto& parameter : module_.named_parameters(/*recurse=*/true)) {
+    register_parameter(module_safe_name(parameter.name, *this), parameter.value,
+                       parameter.value.requires_grad());
+  }
+  for (const auto& buffer : module_.named_buffers(/*recurse=*/true)) {
+    register_buffer(module_safe_name(buffer.name, *this), buffer.value);
+  }
+}
+
+torch::Tensor ScriptedModel::forward(torch::Tensor input) {
+  const torch::IValue output = module_.forward({std::move(input)});
+  if (!output.isTensor()) {
+    throw CellError("forward", "TorchScript model " + source_ + " returned " + output.tagKind() +
+                                   ", scalebench needs forward(x) -> Tensor (logits): return "
+                                   "the logits alone from the exported module");
+  }
+  return output.toTensor();
+}
+
+void ScriptedModel::train(bool on) {
+  torch::nn::Module::train(on);
+  module_.train(on);
+}
+
+models::NamedState ScriptedModel::state_entries() {
+  models::NamedState entries;
+  for (const auto& parameter : module_.named_parameters(/*recurse=*/true)) {
+    entries.emplace_back(parameter.name, parameter.value);
+  }
+  for (const auto& buffer : module_.named_buffers(/*recurse=*/true)) {
+    entries.emplace_back(buffer.name, buffer.value);
+  }
+  return entries;
+}
+
+std::shared_ptr<ScriptedModel> load_scripted_model(const std::string& bytes,
+                                                   const std::string& source) {
+  if (bytes.empty()) {
+    throw CellError("model_init", "TorchScript model " + source +
+                                      ": rank 0 sent no bytes (an empty file?): export it with "
+                                      "torch.jit.save(torch.jit.script(model), path)");
+  }
+  std::istringstream stream(bytes);
+  try {
+    return std::make_shared<ScriptedModel>(torch::jit::load(stream, torch::kCPU), source);
+  } catch (const c10::Error& error) {
+    throw CellError("model_init", "TorchScript model " + source +
+                                      " is not a TorchScript archive this LibTorch (" +
+                                      std::string(TORCH_VERSION) +
+                                      ") can load: " + error.what_without_backtrace() +
+                                      "; export it with torch.jit.save(torch.jit.script(model), "
+                                      "path) from a compatible PyTorch");
+  }
+}
+
+ModelInfo scripted_model_info(const CellSpec& cell, std::string artifact) {
+  ModelInfo info;
+  info.name = "torchscript:" + cell.model.torchscript;
+  info.default_input_shape = cell.input_shape;
+  info.default_num_classes = cell.num_classes;
+  info.check = [source = cell.model.torchscript](const std::vector<int64_t>& shape,
+                                                 int64_t classes) {
+    if (shape.empty() || classes < 1) {
+      throw InputError("TorchScript model " + source +
+                       " needs input_shape and num_classes >= 1 in the matrix");
+    }
+  };
+  info.build = [bytes = std::move(artifact), source = cell.model.torchscript](
+                   const std::vector<int64_t>&, int64_t) -> std::shared_ptr<models::ZooModel> {
+    return load_scripted_model(bytes, source);
+  };
+  info.make_sample = [](torch::Tensor input, torch::Tensor target, int64_t num_classes,
+                        at::Generator& generator) {
+    input.normal_(0.0, 1.0, generator);
+    target.random_(0, num_classes, generator);
+  };
+  return info;
+}
+
+}  // namespace scalebench
