@@ -227,6 +227,22 @@ bool matches(const ExcludeRule& rule, const CellSpec& cell) {
          (!rule.precision || *rule.precision == cell.precision);
 }
 
+/// TorchScript's profiling graph executor profiles the first calls of a module and compiles
+/// an optimised graph on about the third (measured: 20 ms instead of 0.7 ms for a small MLP's
+/// training step, docs/own-model.md); warm-up iterations below that put it in the figures.
+inline constexpr int kTorchScriptWarmup = 3;
+
+void warn_torchscript_warmup(const CellSpec& base, const SourceLocation& where,
+                             Diagnostics& diagnostics) {
+  if (base.model.torchscript.empty() || base.warmup_iterations >= kTorchScriptWarmup) return;
+  diagnostics.warning(where,
+                      "TorchScript model with warmup " + std::to_string(base.warmup_iterations) +
+                          ": the TorchScript executor optimises the graph during its first " +
+                          std::to_string(kTorchScriptWarmup) +
+                          " calls, which would land in the measured iterations; set warmup: " +
+                          std::to_string(kTorchScriptWarmup) + " or more");
+}
+
 /// Cells of one experiment on one branch, before excludes.
 std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch) {
   std::vector<CellSpec> cells;
@@ -287,6 +303,7 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
     }
     const Resolved resolved =
         ExperimentResolver(request, experiment, limits, diagnostics).resolve();
+    warn_torchscript_warmup(resolved.base, experiment.where, diagnostics);
     const auto samples_where =
         origin(pick(experiment.settings.samples, request.defaults.samples), experiment.where);
     for (const auto& branch : branches) {

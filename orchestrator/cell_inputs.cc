@@ -71,9 +71,12 @@ void CellInputs::attach(const CellSpec& cell, Assignment& assignment) {
 }
 
 std::string CellInputs::read_artifact(const std::filesystem::path& path, const CellSpec& cell) {
+  // Each call clears `error` on success: check it after both, not only the last.
+  std::error_code size_error;
   std::error_code error;
-  const auto size = std::filesystem::file_size(path, error);
+  const auto size = std::filesystem::file_size(path, size_error);
   const auto mtime = std::filesystem::last_write_time(path, error);
+  if (size_error) error = size_error;
   if (error) {
     throw CellError("inputs",
                     "cannot stat TorchScript file " + path.string() + ": " + error.message());

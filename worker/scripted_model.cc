@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <unordered_set>
 
 #include "common/error.h"
 
@@ -28,11 +29,17 @@ std::string module_safe_name(const std::string& name, const torch::nn::Module& m
 
 ScriptedModel::ScriptedModel(torch::jit::Module module, std::string source)
     : module_(std::move(module)), source_(std::move(source)) {
+  // A tensor under several names (tied weights) is registered once, as Python's
+  // parameters() lists it once: else the optimizer would step it twice and
+  // parameter_count would count it twice. state_entries() keeps every name.
+  std::unordered_set<const c10::TensorImpl*> registered;
   for (const auto& parameter : module_.named_parameters(/*recurse=*/true)) {
+    if (!registered.insert(parameter.value.unsafeGetTensorImpl()).second) continue;
     register_parameter(module_safe_name(parameter.name, *this), parameter.value,
                        parameter.value.requires_grad());
   }
   for (const auto& buffer : module_.named_buffers(/*recurse=*/true)) {
+    if (!registered.insert(buffer.value.unsafeGetTensorImpl()).second) continue;
     register_buffer(module_safe_name(buffer.name, *this), buffer.value);
   }
 }

@@ -69,7 +69,7 @@ branches: [main, wide]
 prepare: [")") +
          build_info::kPython + R"(", export_model.py, --out, build]
 prepare_timeout_s: 300
-defaults: {device: cpu, backend: mpi, warmup: 1, iterations: 3, timeout_s: 120, seed: 3}
+defaults: {device: cpu, backend: mpi, warmup: 3, iterations: 3, timeout_s: 120, seed: 3}
 sweep: {modes: [train, infer], batch_sizes: [4], world_sizes: [1, 2]}
 experiments:
   - name: own

@@ -74,6 +74,24 @@ TEST(MatrixExpandTest, ExcludeMatchingNothingIsAWarning) {
   EXPECT_NE(m.warnings[0].find("matches no cell"), std::string::npos);
 }
 
+TEST(MatrixExpandTest, TorchScriptWithShortWarmupIsAWarning) {
+  const std::string head =
+      "sweep: {batch_sizes: [4]}\n"
+      "experiments:\n"
+      "  - name: own\n"
+      "    model: {torchscript: build/model.pt}\n"
+      "    input_shape: [16]\n"
+      "    num_classes: 3\n";
+  const auto short_warmup = load_matrix_text("m.yaml", head + "    warmup: 1\n");
+  ASSERT_EQ(short_warmup.warnings.size(), 1U);
+  EXPECT_NE(short_warmup.warnings[0].find("m.yaml:3:"), std::string::npos)
+      << short_warmup.warnings[0];
+  EXPECT_NE(short_warmup.warnings[0].find("set warmup: 3"), std::string::npos);
+  EXPECT_TRUE(load_matrix_text("m.yaml", head + "    warmup: 3\n").warnings.empty());
+  // Zoo models are built eagerly: no warning at any warmup.
+  EXPECT_TRUE(load_matrix_text("m.yaml", kBase + "defaults: {warmup: 0}\n").warnings.empty());
+}
+
 TEST(MatrixExpandTest, ExperimentOverridesAxesAndDefaults) {
   const auto m =
       load_matrix_text("m.yaml",
