@@ -40,7 +40,7 @@ std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
   return (path.is_absolute() ? path : tree / path).lexically_normal();
 }
 
-CellInputs::CellInputs(std::filesystem::path no_repo_tree,
+CellInputs::CellInputs(const std::filesystem::path& no_repo_tree,
                        std::map<std::string, std::filesystem::path> worktrees)
     : no_repo_tree_(std::filesystem::absolute(no_repo_tree).lexically_normal()),
       worktrees_(std::move(worktrees)) {}

@@ -29,7 +29,7 @@ class CellInputs {
  public:
   /// `no_repo_tree`: the directory of cells without a branch (the matrix file's folder).
   /// `worktrees`: ref -> absolute worktree path of each branch.
-  CellInputs(std::filesystem::path no_repo_tree,
+  CellInputs(const std::filesystem::path& no_repo_tree,
              std::map<std::string, std::filesystem::path> worktrees);
 
   /// The absolute directory `cell`'s relative paths resolve against. Throws Error when the
