@@ -356,23 +356,31 @@ void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& reque
   if (root["sweep"]) reader.settings(root["sweep"], "sweep", request.defaults);
 }
 
+/// The text's YAML document after scalebench's own indentation and quote checks, or nullopt
+/// with the problems in `diagnostics` (a syntax error located at its line and column).
+std::optional<YAML::Node> parse_yaml_text(const std::string& text, const std::string& file,
+                                          Diagnostics& diagnostics) {
+  check_yaml_indentation(text, file, diagnostics);
+  check_yaml_quotes(text, file, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    diagnostics.error({file, e.mark.line + 1, e.mark.column + 1, ""},
+                      "YAML syntax error: " + e.msg + "; fix the YAML syntax here");
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
                                Diagnostics& diagnostics) {
   MatrixRequest request;
   request.file = file;
-  check_yaml_indentation(text, file, diagnostics);
-  check_yaml_quotes(text, file, diagnostics);
-  if (diagnostics.has_errors()) return request;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    diagnostics.error({file, e.mark.line + 1, e.mark.column + 1, ""},
-                      "YAML syntax error: " + e.msg + "; fix the YAML syntax here");
-    return request;
-  }
+  const auto parsed = parse_yaml_text(text, file, diagnostics);
+  if (!parsed) return request;
+  const YAML::Node& root = *parsed;
   if (!root.IsMap()) {
     diagnostics.error(
         location_of(root, file, ""),
@@ -420,17 +428,9 @@ std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
                                                       const std::string& file,
                                                       Diagnostics& diagnostics) {
   if (!check_text_encoding(text, file, diagnostics)) return std::nullopt;
-  check_yaml_indentation(text, file, diagnostics);
-  check_yaml_quotes(text, file, diagnostics);
-  if (diagnostics.has_errors()) return std::nullopt;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    diagnostics.error({file, e.mark.line + 1, e.mark.column + 1, ""},
-                      "YAML syntax error: " + e.msg + "; fix the YAML syntax here");
-    return std::nullopt;
-  }
+  const auto parsed = parse_yaml_text(text, file, diagnostics);
+  if (!parsed) return std::nullopt;
+  const YAML::Node& root = *parsed;
   if (!root.IsMap()) {
     diagnostics.error(location_of(root, file, ""),
                       "an experiment file must be a mapping (key: value) with at least "

@@ -8,6 +8,19 @@
 
 namespace scalebench {
 
+HostBatch allocate_host_batch(int64_t count, const std::vector<int64_t>& input_shape,
+                              torch::ScalarType input_dtype,
+                              const std::vector<int64_t>& target_shape, bool pin_memory) {
+  auto with_batch = [count](const std::vector<int64_t>& shape) {
+    std::vector<int64_t> sizes = {count};
+    sizes.insert(sizes.end(), shape.begin(), shape.end());
+    return sizes;
+  };
+  const auto options = torch::TensorOptions().pinned_memory(pin_memory);
+  return {torch::empty(with_batch(input_shape), options.dtype(input_dtype)),
+          torch::empty(with_batch(target_shape), options.dtype(torch::kInt64))};
+}
+
 std::unique_ptr<BatchSource> make_batch_source(const CellSpec& cell, const ModelInfo& model,
                                                const std::vector<int64_t>& input_shape,
                                                int64_t num_classes, const std::string& tree,

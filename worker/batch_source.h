@@ -31,6 +31,13 @@ struct HostBatch {
   torch::Tensor targets;  ///< int64 [count] class ids, or [count, D, H, W] voxel labels
 };
 
+/// An uninitialised batch of `count` samples: inputs [count, input_shape...] of
+/// `input_dtype`, int64 targets [count, target_shape...], in pinned memory when
+/// `pin_memory`.
+HostBatch allocate_host_batch(int64_t count, const std::vector<int64_t>& input_shape,
+                              torch::ScalarType input_dtype,
+                              const std::vector<int64_t>& target_shape, bool pin_memory);
+
 class BatchSource {
  public:
   virtual ~BatchSource() = default;

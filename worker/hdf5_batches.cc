@@ -148,14 +148,8 @@ void Hdf5Batches::read_rows(hid_t dataset, hid_t memory_type, int64_t first, int
 }
 
 HostBatch Hdf5Batches::make_batch(SampleRange range) const {
-  auto with_batch = [&](const std::vector<int64_t>& shape) {
-    std::vector<int64_t> sizes = {range.count};
-    sizes.insert(sizes.end(), shape.begin(), shape.end());
-    return sizes;
-  };
-  const auto options = torch::TensorOptions().pinned_memory(pin_memory_);
-  HostBatch batch{torch::empty(with_batch(input_shape_), options.dtype(input_dtype_)),
-                  torch::empty(with_batch(target_shape_), options.dtype(torch::kInt64))};
+  HostBatch batch =
+      allocate_host_batch(range.count, input_shape_, input_dtype_, target_shape_, pin_memory_);
   const int64_t input_row = elements(input_shape_);
   const int64_t target_row = elements(target_shape_);
   as_cell_error("data", "reading " + path_, [&] {

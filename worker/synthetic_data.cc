@@ -38,14 +38,8 @@ SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_
       pin_memory_(pin_memory) {}
 
 HostBatch SyntheticData::make_batch(SampleRange range) const {
-  auto with_batch = [&](const std::vector<int64_t>& shape) {
-    std::vector<int64_t> sizes = {range.count};
-    sizes.insert(sizes.end(), shape.begin(), shape.end());
-    return sizes;
-  };
-  const auto options = torch::TensorOptions().pinned_memory(pin_memory_);
-  HostBatch batch{torch::empty(with_batch(input_shape_), options.dtype(model_.input_dtype)),
-                  torch::empty(with_batch(target_shape_), options.dtype(torch::kInt64))};
+  HostBatch batch = allocate_host_batch(range.count, input_shape_, model_.input_dtype,
+                                        target_shape_, pin_memory_);
   for (int64_t i = 0; i < range.count; ++i) {
     auto generator = at::make_generator<at::CPUGeneratorImpl>(sample_seed(seed_, range.first + i));
     model_.make_sample(batch.inputs[i], batch.targets[i], num_classes_, generator);
