@@ -113,17 +113,23 @@ std::string trimmed(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
 }
 
-/// Runs git and throws GitError unless it exits 0; returns its trimmed stdout.
-std::string git_ok(const std::filesystem::path& dir, const std::vector<std::string>& args,
-                   const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  const SubprocessResult result = git(dir, args, file, line);
+/// Runs git and throws GitError unless it exits 0; returns its result (stdout untrimmed).
+SubprocessResult git_checked(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                             const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  SubprocessResult result = git(dir, args, file, line);
   if (!result.ok()) {
     throw GitError(format_library_error("git", file, line,
                                         "git -C " + shown(dir.string()) + " " + quote_argv(args) +
                                             ": " + result.describe(kGitTimeoutS),
                                         tail_lines(trimmed(result.error_output), 20, 4096)));
   }
-  return trimmed(result.output);
+  return result;
+}
+
+/// git_checked's trimmed stdout.
+std::string git_ok(const std::filesystem::path& dir, const std::vector<std::string>& args,
+                   const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return trimmed(git_checked(dir, args, file, line).output);
 }
 
 std::filesystem::path absolute_repo(const std::filesystem::path& repo, const std::string& where) {
@@ -327,14 +333,7 @@ std::string read_file_at_commit(const std::filesystem::path& repo, const std::st
     throw InputError(prefix + path + " is a " + trimmed(type.output) + ", not a file, in " + named +
                      "; name a file");
   }
-  const std::vector<std::string> args{"show", "--end-of-options", object};
-  const SubprocessResult result = git(repo_path, args);
-  if (!result.ok()) {
-    throw GitError(format_library_error("git", __FILE__, __LINE__,
-                                        "git -C " + shown(repo_path.string()) + " " +
-                                            quote_argv(args) + ": " + result.describe(kGitTimeoutS),
-                                        tail_lines(trimmed(result.error_output), 20, 4096)));
-  }
+  const SubprocessResult result = git_checked(repo_path, {"show", "--end-of-options", object});
   if (result.output_truncated) {
     throw InputError(prefix + path + " in " + named +
                      " is larger than 16 MiB, too large for a configuration file; shrink it");

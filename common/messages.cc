@@ -52,6 +52,12 @@ std::optional<CellStatus> parse_cell_status(const std::string& text) {
   return std::nullopt;
 }
 
+std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
+                                      const std::string& relative) {
+  const std::filesystem::path path(relative);
+  return (path.is_absolute() ? path : tree / path).lexically_normal();
+}
+
 std::vector<std::string> phase_union(const std::vector<RankResult>& ranks) {
   std::vector<std::string> phases;
   for (const auto& r : ranks) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,6 +53,13 @@ struct Assignment {
   std::string tree;
   bool operator==(const Assignment&) const = default;
 };
+
+/// A cell's file path as Assignment::tree defines it: absolute paths stay as written,
+/// relative ones are joined to `tree` (an empty tree leaves them relative to the working
+/// directory). Lexically normalised; no filesystem access. Pure. Rank 0 checks the files
+/// with it and the workers open them with it.
+std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
+                                      const std::string& relative);
 
 /// One rank's results for one cell.
 ///

@@ -34,12 +34,6 @@ void require_file(const std::filesystem::path& path, const std::string& key,
 
 }  // namespace
 
-std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
-                                      const std::string& relative) {
-  const std::filesystem::path path(relative);
-  return (path.is_absolute() ? path : tree / path).lexically_normal();
-}
-
 CellInputs::CellInputs(const std::filesystem::path& no_repo_tree,
                        std::map<std::string, std::filesystem::path> worktrees)
     : no_repo_tree_(std::filesystem::absolute(no_repo_tree).lexically_normal()),

@@ -20,11 +20,6 @@
 
 namespace scalebench {
 
-/// `relative` resolved against `tree`: absolute paths stay as written, relative ones are
-/// joined to `tree`. Lexically normalised; no filesystem access. Pure.
-std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
-                                      const std::string& relative);
-
 class CellInputs {
  public:
   /// `no_repo_tree`: the directory of cells without a branch (the matrix file's folder).

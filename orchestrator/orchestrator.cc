@@ -190,7 +190,7 @@ class Loop {
   void dispatch() {
     for (const auto& d : scheduler_->take_dispatches()) {
       const CellSpec& cell = cells_[d.index];
-      Assignment assignment{cell, d.members};
+      Assignment assignment{cell, d.members, {}, {}};  // inputs attached below
       if (!attach_inputs(assignment)) {
         scheduler_->release(d.members);
         continue;

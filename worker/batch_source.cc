@@ -1,8 +1,7 @@
 #include "worker/batch_source.h"
 
-#include <filesystem>
-
 #include "common/error.h"
+#include "common/messages.h"
 #include "worker/hdf5_batches.h"
 #include "worker/synthetic_data.h"
 
@@ -32,14 +31,12 @@ std::unique_ptr<BatchSource> make_batch_source(const CellSpec& cell, const Model
     throw CellError("data_open", "data kind \"" + cell.data.kind +
                                      "\" is unknown to this worker: use synthetic or hdf5");
   }
-  std::filesystem::path path(cell.data.path);
-  if (path.is_relative() && !tree.empty()) path = std::filesystem::path(tree) / path;
   // TorchScript models say nothing about their targets: accept the file's per-row shape.
   std::optional<std::vector<int64_t>> expected_target;
   if (cell.model.torchscript.empty()) expected_target = target_shape(model, input_shape);
-  return std::make_unique<Hdf5Batches>(path.lexically_normal(), cell.data.inputs, cell.data.targets,
-                                       input_shape, model.input_dtype, expected_target, num_classes,
-                                       pin_memory);
+  return std::make_unique<Hdf5Batches>(resolve_in_tree(tree, cell.data.path), cell.data.inputs,
+                                       cell.data.targets, input_shape, model.input_dtype,
+                                       expected_target, num_classes, pin_memory);
 }
 
 }  // namespace scalebench

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
@@ -54,10 +53,8 @@ class InferWorkload : public Workload {
     model_ = resolved_.info->build(resolved_.input_shape, resolved_.num_classes);
     if (!cell.checkpoint.empty()) {
       const auto load_start = std::chrono::steady_clock::now();
-      std::filesystem::path path(cell.checkpoint);
-      if (path.is_relative() && !assignment.tree.empty())
-        path = std::filesystem::path(assignment.tree) / path;
-      load_state_dict(model_->state_entries(), path.lexically_normal().string());
+      load_state_dict(model_->state_entries(),
+                      resolve_in_tree(assignment.tree, cell.checkpoint).string());
       checkpoint_load_s_ = seconds_since(load_start);
     }
     model_->to(device);

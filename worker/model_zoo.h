@@ -46,6 +46,11 @@ struct ModelInfo {
       make_sample;
 };
 
+/// ModelInfo::make_sample of image models and TorchScript models: N(0, 1) inputs and
+/// uniform labels in [0, num_classes) (one class id, or every voxel of a label volume).
+void make_normal_sample(torch::Tensor input, torch::Tensor target, int64_t num_classes,
+                        at::Generator& generator);
+
 /// Training FLOPs per sample are estimated as this multiple of the forward FLOPs
 /// (backward ~ 2 x forward).
 inline constexpr double kTrainFlopsFactor = 3.0;

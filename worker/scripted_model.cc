@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
 #include <unordered_set>
 
 #include "common/error.h"
@@ -12,14 +13,13 @@ namespace scalebench {
 namespace {
 
 /// nn::Module names may not contain '.': "layer1.0.conv1.weight" -> "layer1_0_conv1_weight",
-/// made unique by an index suffix when two names collide after the replacement.
-std::string module_safe_name(const std::string& name, const torch::nn::Module& module) {
+/// made unique among `taken` (parameter and buffer names share one namespace) by an index
+/// suffix when two names collide after the replacement; the result is added to `taken`.
+std::string module_safe_name(const std::string& name, std::unordered_set<std::string>& taken) {
   std::string safe = name;
   std::replace(safe.begin(), safe.end(), '.', '_');
   std::string unique = safe;
-  for (int suffix = 1; module.named_parameters(false).contains(unique) ||
-                       module.named_buffers(false).contains(unique);
-       ++suffix) {
+  for (int suffix = 1; !taken.insert(unique).second; ++suffix) {
     unique = safe + "_" + std::to_string(suffix);
   }
   return unique;
@@ -33,14 +33,15 @@ ScriptedModel::ScriptedModel(torch::jit::Module module, std::string source)
   // parameters() lists it once: else the optimizer would step it twice and
   // parameter_count would count it twice. state_entries() keeps every name.
   std::unordered_set<const c10::TensorImpl*> registered;
+  std::unordered_set<std::string> names;
   for (const auto& parameter : module_.named_parameters(/*recurse=*/true)) {
     if (!registered.insert(parameter.value.unsafeGetTensorImpl()).second) continue;
-    register_parameter(module_safe_name(parameter.name, *this), parameter.value,
+    register_parameter(module_safe_name(parameter.name, names), parameter.value,
                        parameter.value.requires_grad());
   }
   for (const auto& buffer : module_.named_buffers(/*recurse=*/true)) {
     if (!registered.insert(buffer.value.unsafeGetTensorImpl()).second) continue;
-    register_buffer(module_safe_name(buffer.name, *this), buffer.value);
+    register_buffer(module_safe_name(buffer.name, names), buffer.value);
   }
 }
 
@@ -106,11 +107,7 @@ ModelInfo scripted_model_info(const CellSpec& cell, std::string artifact) {
                    const std::vector<int64_t>&, int64_t) -> std::shared_ptr<models::ZooModel> {
     return load_scripted_model(bytes, source);
   };
-  info.make_sample = [](torch::Tensor input, torch::Tensor target, int64_t num_classes,
-                        at::Generator& generator) {
-    input.normal_(0.0, 1.0, generator);
-    target.random_(0, num_classes, generator);
-  };
+  info.make_sample = make_normal_sample;
   return info;
 }
 

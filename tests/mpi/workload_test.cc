@@ -32,7 +32,8 @@ RankResult run_cell(CellSpec cell, MPI_Comm group) {
   cell = finalize_cell_id(cell);
   std::vector<int> members(static_cast<size_t>(cell.world_size));
   std::iota(members.begin(), members.end(), 0);
-  return make_torch_cell_runner()->run(Assignment{cell, members, ""}, group, context_for(group));
+  return make_torch_cell_runner()->run(Assignment{cell, members, "", ""}, group,
+                                       context_for(group));
 }
 
 double group_sum(double value) {

@@ -28,18 +28,12 @@ void require_classes(const std::string& model, int64_t num_classes) {
   }
 }
 
-void make_image_sample(torch::Tensor input, torch::Tensor target, int64_t num_classes,
-                       at::Generator& generator) {
-  input.normal_(0.0, 1.0, generator);
-  target.random_(0, num_classes, generator);
-}
-
 ModelInfo image_classifier(std::string name, Shape default_shape, int64_t classes) {
   ModelInfo info;
   info.name = std::move(name);
   info.default_input_shape = std::move(default_shape);
   info.default_num_classes = classes;
-  info.make_sample = make_image_sample;
+  info.make_sample = make_normal_sample;
   return info;
 }
 
@@ -97,7 +91,7 @@ ModelInfo unet3d_info() {
   info.forward_flops_per_sample = [](const Shape& s, int64_t c) {
     return 2 * models::unet3d_forward_macs(s, c);
   };
-  info.make_sample = make_image_sample;  // random_ fills every voxel label of `target`
+  info.make_sample = make_normal_sample;  // random_ fills every voxel label of `target`
   return info;
 }
 
@@ -136,6 +130,12 @@ const std::map<std::string, ModelInfo>& registry() {
 }
 
 }  // namespace
+
+void make_normal_sample(torch::Tensor input, torch::Tensor target, int64_t num_classes,
+                        at::Generator& generator) {
+  input.normal_(0.0, 1.0, generator);
+  target.random_(0, num_classes, generator);
+}
 
 const ModelInfo& find_model(const std::string& name) {
   const auto& entries = registry();
