@@ -78,7 +78,6 @@ class Scheduler {
   /// Forgets every pending cell (stop requested); returns them.
   std::vector<PendingCell> drop_pending();
 
-  [[nodiscard]] size_t pending_count() const { return pending_.size(); }
   [[nodiscard]] size_t running_count() const { return running_; }
   /// Nothing pending and nothing running.
   [[nodiscard]] bool done() const { return pending_.empty() && running_ == 0; }

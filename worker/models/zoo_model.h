@@ -3,7 +3,8 @@
 // Every zoo model is a ZooModel: one tensor in (a batch), one tensor out (logits
 // [B, classes], or per-voxel logits [B, classes, D, H, W] for unet3d). Shapes are
 // per-sample (no batch dimension) as in CellSpec::input_shape. Builders check nothing:
-// worker/model_zoo.cc validates shapes before it calls them.
+// ModelInfo::check (set in worker/models/zoo.cc) validates shapes, and workload.cc calls it
+// before any builder.
 //
 // `*_forward_macs` count multiply-accumulates of one sample's forward pass through the
 // convolutions, linear layers and attention matmuls (Q K^T and A V); normalisation,
