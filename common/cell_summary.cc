@@ -131,14 +131,14 @@ double peak_memory(const std::vector<RankTable>& tables) {
   return kNaN;
 }
 
-bool replicas_in_sync(const std::vector<RankTable>& tables) {
+bool replicas_in_sync(const std::vector<RankTable>& tables, double rel_tolerance) {
   if (tables.empty()) return false;
   const double reference = tables.front().metric("param_checksum");
   for (const auto& t : tables) {
     const double v = t.metric("param_checksum");
     if (std::isnan(v)) return false;
     const double scale = std::max(std::fabs(v), std::fabs(reference));
-    if (std::fabs(v - reference) > kReplicaChecksumRelTolerance * scale) return false;
+    if (std::fabs(v - reference) > rel_tolerance * scale) return false;
   }
   return true;
 }
@@ -168,9 +168,11 @@ CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& 
     s.phase_median_s[phase] = summarize(rank_mean_per_row(tables, phase)).median;
   }
   s.peak_memory_bytes = peak_memory(tables);
-  s.valid_enough_iterations = s.time.count >= kMinValidIterations;
-  s.valid_cv = s.time.cv <= kMaxValidCv;  // false for NaN
-  s.valid_replicas_in_sync = train ? replicas_in_sync(tables) : true;
+  const ValidityThresholds& limits = s.thresholds;
+  s.valid_enough_iterations = s.time.count >= limits.min_iterations;
+  s.valid_cv = s.time.cv <= limits.max_cv;  // false for NaN
+  s.valid_replicas_in_sync =
+      train ? replicas_in_sync(tables, limits.replica_checksum_rel_tolerance) : true;
   s.valid = s.valid_enough_iterations && s.valid_cv && s.valid_replicas_in_sync;
   return s;
 }

@@ -12,12 +12,23 @@
 
 namespace scalebench {
 
-/// Minimum number of measured iterations for `valid_enough_iterations`.
+// The validity thresholds: defined here and nowhere else. The results file stores them
+// with every summary (`min_valid_iterations`, `max_valid_cv`,
+// `replica_checksum_rel_tolerance`), and the analysis package reads them from there.
+
+/// Minimum number of summarised samples (`count`) for `valid_enough_iterations`.
 inline constexpr size_t kMinValidIterations = 5;
-/// Largest coefficient of variation for `valid_cv`.
+/// Largest coefficient of variation (`cv`, a fraction) for `valid_cv`.
 inline constexpr double kMaxValidCv = 0.10;
 /// Relative tolerance for `valid_replicas_in_sync` on `param_checksum`.
 inline constexpr double kReplicaChecksumRelTolerance = 1e-6;
+
+/// The thresholds a summary's validity flags were judged by (stored next to the flags).
+struct ValidityThresholds {
+  size_t min_iterations = kMinValidIterations;
+  double max_cv = kMaxValidCv;
+  double replica_checksum_rel_tolerance = kReplicaChecksumRelTolerance;
+};
 
 /// Values of the `/cells/<id>/summary` attributes. Times in seconds, memory in bytes;
 /// NaN where a value cannot be computed (no measured iteration, no memory metric).
@@ -32,6 +43,7 @@ struct CellSummary {
   bool valid_cv = false;
   bool valid_replicas_in_sync = false;
   bool valid = false;
+  ValidityThresholds thresholds;  ///< what the `valid_*` flags above were judged by
 };
 
 /// Summary of one cell. `ranks` are the group's results in group-rank order; rows below a

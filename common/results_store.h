@@ -20,7 +20,7 @@
 namespace scalebench {
 
 /// Value of the root attribute `scalebench_layout_version`, and its major part.
-inline constexpr const char* kResultsLayoutVersion = "1.0";
+inline constexpr const char* kResultsLayoutVersion = "1.1";
 inline constexpr int kResultsLayoutMajor = 1;
 
 /// What the file says about one cell (enough for --resume to decide skip or retry).
@@ -143,7 +143,7 @@ class ResultsStore {
 
 /// Reads a results file for `scalebench info` and tests. Throws InputError for a missing
 /// file, a non-scalebench file, or another layout major version. Returns
-///   {"path": ..., "layout_version": "1.0",
+///   {"path": ..., "layout_version": "1.1",
 ///    "provenance": {every root attribute; hosts/devices/argv/environment parsed},
 ///    "cells": {"<cell_id>": {every cell attribute; spec and ranks parsed,
 ///                            "datasets": [names], "summary": {attributes} or null}}}

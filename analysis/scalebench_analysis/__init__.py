@@ -8,11 +8,11 @@
 from .analysis import Analysis, AnalysisOptions, analyze
 from .compare import GateOptions, regression_table, speedup_between_files, speedup_in_file
 from .errors import AnalysisError, ResultsFileError, UsageError
-from .loader import SUPPORTED_LAYOUT_MAJOR, Results, load
+from .loader import LAYOUT_1_0_THRESHOLDS, SUPPORTED_LAYOUT_MAJOR, Results, load
 from .quality import QualityOptions, straggler_table, trust_table
 
 __version__ = "0.1.0"
-__all__ = ["Analysis", "AnalysisOptions", "AnalysisError", "GateOptions", "QualityOptions",
-           "Results", "ResultsFileError", "SUPPORTED_LAYOUT_MAJOR", "UsageError", "analyze",
-           "load", "regression_table", "speedup_between_files", "speedup_in_file",
-           "straggler_table", "trust_table"]
+__all__ = ["Analysis", "AnalysisOptions", "AnalysisError", "GateOptions",
+           "LAYOUT_1_0_THRESHOLDS", "QualityOptions", "Results", "ResultsFileError",
+           "SUPPORTED_LAYOUT_MAJOR", "UsageError", "analyze", "load", "regression_table",
+           "speedup_between_files", "speedup_in_file", "straggler_table", "trust_table"]

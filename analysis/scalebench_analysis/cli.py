@@ -60,7 +60,8 @@ def _add_quality(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("trust checks")
     group.add_argument("--max-cv", type=fraction, default=quality.QualityOptions.max_cv,
                        help="cells noisier than this coefficient of variation are untrusted "
-                            "(default 10%%)")
+                            "(default: the file's verdict valid_cv, judged by its "
+                            "max_valid_cv, 10%% as scalebench writes it)")
     group.add_argument("--max-drift", type=fraction, default=quality.QualityOptions.max_drift,
                        help="cells whose first-half / second-half median drift exceeds this "
                             "are untrusted (default 10%%)")

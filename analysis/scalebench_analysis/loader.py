@@ -3,10 +3,13 @@
 `load(path)` returns a `Results` with
 
 * ``cells``: one row per cell: spec copies, the full spec (dict), status, reason, the
-  summary attributes (``median_s``, ``throughput_samples_per_s``, ``phase_median_s_*``,
-  validity flags, ...) and two derived keys: ``config`` (the spec without batch size and
-  world size, as canonical JSON) and ``setting`` (a short label of the spec fields that
-  vary across the file besides branch, experiment, mode, precision, batch and world size).
+  summary attributes as stored (``count``, ``cv``, ``median_s``,
+  ``throughput_samples_per_s``, ``phase_median_s_*``, the validity flags ``valid*`` and the
+  thresholds they were judged by, ``min_valid_iterations``, ``max_valid_cv``,
+  ``replica_checksum_rel_tolerance``; see LAYOUT_1_0_THRESHOLDS) and two derived keys:
+  ``config`` (the spec without batch size and world size, as canonical JSON) and
+  ``setting`` (a short label of the spec fields that vary across the file besides branch,
+  experiment, mode, precision, batch and world size).
 * ``timings``: long table, one row per (cell_id, rank, iteration, phase) with ``time_s``
   and ``warmup`` (True for the first ``warmup_iterations`` iterations). NaN padding rows
   (past a rank's own iteration count) are dropped.
@@ -44,6 +47,17 @@ _NAMED_FIELDS = ("branch", "commit", "experiment", "mode", "precision", "batch_s
                  "world_size", "samples", "cell_id", "source")
 
 STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted")
+
+#: The validity thresholds of summaries that do not store them. Since layout 1.1 every
+#: `summary` holds the thresholds its `valid_*` flags were judged by (scalebench defines
+#: them once, in common/cell_summary.h); a layout 1.0 writer judged by these fixed values
+#: (schemas/results-layout.md of 1.0), so a 1.0 summary is read as if it stored them. This
+#: is a record of what 1.0 files mean, not a second definition: nothing re-judges a flag.
+LAYOUT_1_0_THRESHOLDS = {
+    "min_valid_iterations": 5,
+    "max_valid_cv": 0.10,
+    "replica_checksum_rel_tolerance": 1e-6,
+}
 
 
 @dataclass
@@ -152,9 +166,8 @@ def _cell_row(cell_id: str, group: h5py.Group) -> dict:
     row["spec"] = _json_attr(attrs, "spec", {})
     row["ranks"] = _json_attr(attrs, "ranks", [])
     if "summary" in group:
-        for name, value in group["summary"].attrs.items():
-            value = _decode(value)
-            row[name] = value
+        row.update(LAYOUT_1_0_THRESHOLDS)
+        row.update({name: _decode(value) for name, value in group["summary"].attrs.items()})
     return row
 
 

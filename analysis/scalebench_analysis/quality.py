@@ -5,14 +5,18 @@ Definitions (docs/analysis-guide.md#metrics):
 * iteration samples of a cell: train: per measured iteration, the slowest rank's `step`
   time; inference: every measured `batch` time of every rank. This is the population the
   file's `summary` describes and the one the regression gate tests.
-* cv: sample standard deviation (n-1) / mean of the iteration samples.
-* drift: median of the first half of the measured iteration series / median of its second
-  half - 1 (series: train: slowest-rank step per iteration; inference: mean over ranks of
-  the batch time per batch index). Positive drift means the cell was still warming up;
-  needs at least 4 measured iterations, else NaN.
-* trusted: status ok, at least `min_iterations` samples, cv <= max_cv, |drift| <=
-  max_drift and (train) replicas in sync per the file's summary. Untrusted cells stay in
-  every table, flagged, and are left out of picks (best batch, knee, SLO).
+* count, cv and the validity flags (enough samples, cv within the limit, replicas in sync)
+  are the file's: scalebench computes them once, in C++ (common/cell_summary.cc), and
+  stores them with the thresholds they were judged by in `/cells/<id>/summary`. They are
+  read here, never recomputed (see loader.SUMMARY_THRESHOLDS for layout 1.0 files).
+* drift (not in the file): median of the first half of the measured iteration series /
+  median of its second half - 1 (series: train: slowest-rank step per iteration;
+  inference: mean over ranks of the batch time per batch index). Positive drift means the
+  cell was still warming up; needs at least 4 measured iterations, else NaN.
+* trusted: status ok, the file's validity flags all hold (with `max_cv` given, the file's
+  cv is judged against it instead of the file's `valid_cv`) and |drift| <= max_drift.
+  Untrusted cells stay in every table, flagged, and are left out of picks (best batch,
+  knee, SLO).
 * straggler: in a cell of 2+ ranks, a rank whose median busy time is more than
   `threshold` above the median of the other ranks' medians. Busy time: train: `step -
   comm_wait` (synchronous data parallel makes every rank's step equal: fast ranks wait in
@@ -31,11 +35,13 @@ from .loader import Results
 
 @dataclass(frozen=True)
 class QualityOptions:
-    """Thresholds of the trust checks (fractions, not percent)."""
+    """Thresholds of the checks this package makes itself (fractions, not percent).
 
-    max_cv: float = 0.10
+    `max_cv` None (the default) takes the file's verdict `valid_cv`, judged by the file's
+    `max_valid_cv`; a number re-judges the file's `cv` against it (`--max-cv`)."""
+
+    max_cv: float | None = None
     max_drift: float = 0.10
-    min_iterations: int = 5
     straggler_threshold: float = 0.10
 
 
@@ -73,29 +79,37 @@ def drift_of(series: np.ndarray) -> float:
     return float(np.median(series[:half]) / np.median(series[-half:]) - 1.0)
 
 
+def _flag(cell: pd.Series, name: str) -> bool:
+    """A summary flag of the file; False when the cell has none."""
+    value = cell.get(name)
+    return bool(value) if value is not None and pd.notna(value) else False
+
+
 def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> dict:
-    samples = iteration_samples(results, cell.cell_id, cell["mode"])
-    count = int(samples.size)
-    mean = float(np.mean(samples)) if count else float("nan")
-    cv = float(np.std(samples, ddof=1) / mean) if count > 1 else float("nan")
+    count, cv = cell.get("count"), cell.get("cv", np.nan)
     drift = drift_of(iteration_series(results, cell.cell_id, cell["mode"]))
-    in_sync = cell.get("valid_replicas_in_sync", 1)
-    in_sync = bool(in_sync) if pd.notna(in_sync) else True
+    row = {"cell_id": cell.cell_id, "count": count, "cv": cv, "drift": drift}
+    if count is None or pd.isna(count):
+        return {**row, "count": 0, "trusted": False,
+                "untrusted_because": "no summary in the results file"}
     reasons = []
-    if count < options.min_iterations:
-        reasons.append(f"only {count} samples (< {options.min_iterations})")
-    if not (cv <= options.max_cv):
-        reasons.append(f"cv {cv:.1%} > {options.max_cv:.0%}")
+    if not _flag(cell, "valid_enough_iterations"):
+        reasons.append(f"only {int(count)} samples (< {int(cell['min_valid_iterations'])})")
+    if options.max_cv is None:
+        if not _flag(cell, "valid_cv"):
+            reasons.append(f"cv {cv:.1%} > {cell['max_valid_cv']:.0%}")
+    elif not (cv <= options.max_cv):
+        reasons.append(f"cv {cv:.1%} > {options.max_cv:.0%} (--max-cv)")
     if np.isfinite(drift) and abs(drift) > options.max_drift:
         reasons.append(f"warm-up drift {drift:+.1%} (|drift| > {options.max_drift:.0%})")
-    if not in_sync:
+    if not _flag(cell, "valid_replicas_in_sync"):
         reasons.append("replicas out of sync (param_checksum differs)")
-    return {"cell_id": cell.cell_id, "count": count, "cv": cv, "drift": drift,
-            "trusted": not reasons, "untrusted_because": "; ".join(reasons)}
+    return {**row, "count": int(count), "trusted": not reasons,
+            "untrusted_because": "; ".join(reasons)}
 
 
 def trust_table(results: Results, options: QualityOptions = QualityOptions()) -> pd.DataFrame:
-    """One row per ok cell: count, cv, drift, trusted, untrusted_because."""
+    """One row per ok cell: count and cv (the file's), drift, trusted, untrusted_because."""
     ok = results.cells[results.cells.status == "ok"]
     rows = [_trust_row(results, cell, options) for _, cell in ok.iterrows()]
     columns = ["cell_id", "count", "cv", "drift", "trusted", "untrusted_because"]

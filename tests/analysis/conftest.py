@@ -1,8 +1,10 @@
 """Fixtures of the analysis tests.
 
 `results_file`: the file under test. SCALEBENCH_RESULTS_FILE names a file from a real
-`scalebench run` when set (the test driver sets it); otherwise a synthetic file is written
-by make_results.py, which follows schemas/results-layout.md.
+`scalebench run` when set; otherwise a synthetic file is written by make_results.py, which
+writes the layout as the C++ store does (checked against its golden listing) and plants
+what a short quickstart run lacks: two branches, a bf16 setting, oom / failed / skipped
+cells, a straggler, a noisy and a drifting cell. tests/run_all.sh runs the suite on both.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """A writer of synthetic scalebench results files that follows schemas/results-layout.md.
 
 Used when no real results file is given (SCALEBENCH_RESULTS_FILE unset). It writes the
-layout exactly as the C++ writer does: root provenance attributes, one group per cell
+layout exactly as the C++ writer does (test_summary.py checks it against the C++ layout
+golden tests/data/results/layout_v1.txt): root provenance attributes, one group per cell
 with the spec copies, status, timings (rank x iteration x phase, NaN-padded), per-rank
 metrics, hosts and devices, and the `summary` subgroup computed from the timings with
-the rules of the layout document. Timings are drawn from a seeded numpy RNG.
+the rules of common/cell_summary.cc and the thresholds of common/cell_summary.h (read from
+the header). That second implementation of the summary lives here, in the test helper
+only: the analysis package reads the summary from the file. Timings are drawn from a
+seeded numpy RNG.
 
 The synthetic matrix: branches main and feature (feature ~15% faster), train and infer,
 per-rank batch 16 and 32, world sizes 1 and 2, plus a bf16 setting, an oom, a failed and
@@ -16,13 +20,29 @@ Run as a script to write a file: python make_results.py out.h5
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
 
-LAYOUT_VERSION = "1.0"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cpp_constant(header: str, name: str) -> str:
+    """The literal value of `inline constexpr ... name = value;` in the C++ header (the one
+    definition: read, not copied, so the synthetic file cannot drift from the C++ writer)."""
+    text = (REPO / header).read_text()
+    found = re.search(rf"\b{name}\s*=\s*\"?([^\";]+)\"?\s*;", text)
+    if found is None:
+        raise RuntimeError(f"{header}: no constant {name}")
+    return found.group(1)
+
+
+#: The layout version written: kResultsLayoutVersion of common/results_store.h.
+LAYOUT_VERSION = cpp_constant("common/results_store.h", "kResultsLayoutVersion")
 TRAIN_PHASES = ["data", "h2d", "forward", "backward", "comm_wait", "optimizer", "step"]
 INFER_PHASES = ["load", "h2d", "forward", "d2h", "batch"]
 RANK_METRICS = ["final_loss", "param_checksum", "model_init_s", "first_iteration_s",
@@ -97,42 +117,87 @@ def infer_timings(rng, batch, world, per_sample_s, sigma=0.03, drift=0.0):
     return out, counts
 
 
-def summary_of(timings, phases, warmup, mode, batch, world, samples, rank_metrics, names):
-    """The `summary` attributes, computed exactly as schemas/results-layout.md says."""
+def cpp_thresholds() -> dict:
+    """The validity thresholds of common/cell_summary.h, typed as the summary stores them."""
+    def value(name):
+        return cpp_constant("common/cell_summary.h", name)
+
+    return {"min_valid_iterations": np.int64(value("kMinValidIterations")),
+            "max_valid_cv": np.float64(value("kMaxValidCv")),
+            "replica_checksum_rel_tolerance": np.float64(value("kReplicaChecksumRelTolerance"))}
+
+
+def _statistics(values: np.ndarray) -> dict:
+    """common/stats.cc summarize(): NaN-free values; std (n-1) and cv NaN below 2 values,
+    everything but count NaN for none."""
+    values = values[np.isfinite(values)]
+    count, nan = values.size, float("nan")
+    mean = float(np.mean(values)) if count else nan
+    std = float(np.std(values, ddof=1)) if count > 1 else nan
+    p = np.percentile(values, [50, 90, 95, 99]) if count else [nan] * 4
+    return {"count": np.int64(count), "mean_s": mean,
+            "median_s": float(np.median(values)) if count else nan, "std_s": std,
+            "min_s": float(values.min()) if count else nan,
+            "max_s": float(values.max()) if count else nan,
+            "p50_s": p[0], "p90_s": p[1], "p95_s": p[2], "p99_s": p[3], "cv": std / mean}
+
+
+def _metric(rank_metrics, names, name) -> np.ndarray:
+    return rank_metrics[:, names.index(name)] if name in names else \
+        np.full(rank_metrics.shape[0], np.nan)
+
+
+def summary_of(timings, phases, warmup, mode, batch, world, samples, measured_iterations,
+               rank_metrics, names):
+    """The `summary` attributes with the names, types and values that
+    common/cell_summary.cc + common/results_cells.cc write (schemas/results-layout.md)."""
     measured = timings[:, warmup:, :]
     metric = "step" if mode == "train" else "batch"
     main = measured[:, :, phases.index(metric)]
     if mode == "train":
-        values = np.nanmax(main, axis=0)
-        values = values[np.isfinite(values)]
+        rows = np.isfinite(main).any(axis=0)
+        values = np.nanmax(main[:, rows], axis=0)
     else:
         values = main[np.isfinite(main)]
-    mean, std = float(np.mean(values)), float(np.std(values, ddof=1))
-    p = np.percentile(values, [50, 90, 95, 99])
+    out = {"metric": metric, **_statistics(values)}
+    median = out["median_s"]
     if mode == "train":
-        throughput = batch * world / float(np.median(values))
+        throughput = batch * world / median if median > 0 else float("nan")
     else:
-        throughput = samples / float(np.max(np.nansum(main, axis=1)))
-    out = {
-        "metric": metric, "count": float(values.size), "mean_s": mean,
-        "median_s": float(np.median(values)), "std_s": std, "min_s": float(values.min()),
-        "max_s": float(values.max()), "p50_s": p[0], "p90_s": p[1], "p95_s": p[2],
-        "p99_s": p[3], "cv": std / mean, "throughput_samples_per_s": throughput,
-        "samples_per_s_per_worker": throughput / world,
-    }
+        reported = _metric(rank_metrics, names, "samples")
+        if np.all(np.isfinite(reported)):
+            samples = float(np.sum(reported))
+        elif samples <= 0:
+            samples = batch * world * measured_iterations
+        slowest = float(np.max(np.nansum(main, axis=1)))
+        throughput = samples / slowest if slowest > 0 else float("nan")
+    out["throughput_samples_per_s"] = throughput
+    out["samples_per_s_per_worker"] = throughput / world
     for i, name in enumerate(phases):
-        out[f"phase_median_s_{name}"] = float(np.nanmedian(np.nanmean(measured[:, :, i], axis=0)))
-    memory = "peak_allocated_bytes" if "peak_allocated_bytes" in names else "peak_rss_bytes"
-    out["peak_memory_bytes"] = (float(np.nanmax(rank_metrics[:, names.index(memory)]))
-                                if memory in names else float("nan"))
-    checksums = (rank_metrics[:, names.index("param_checksum")] if "param_checksum" in names
-                 else np.zeros(1))
-    in_sync = mode != "train" or bool(
-        np.all(np.abs(checksums - checksums[0]) <= 1e-6 * np.abs(checksums[0])))
-    flags = {"valid_enough_iterations": values.size >= 5, "valid_cv": std / mean <= 0.10,
+        column = measured[:, :, i]
+        rows = np.isfinite(column).any(axis=0)
+        out[f"phase_median_s_{name}"] = (float(np.median(np.nanmean(column[:, rows], axis=0)))
+                                         if rows.any() else float("nan"))
+    out["peak_memory_bytes"] = float("nan")
+    for name in ("peak_allocated_bytes", "peak_rss_bytes"):
+        peak = _metric(rank_metrics, names, name)
+        if np.isfinite(peak).any():
+            out["peak_memory_bytes"] = float(np.nanmax(peak))
+            break
+    thresholds = cpp_thresholds()
+    in_sync = True
+    if mode == "train":
+        checksums = _metric(rank_metrics, names, "param_checksum")
+        scale = np.maximum(np.abs(checksums), abs(checksums[0]))
+        in_sync = bool(np.all(np.isfinite(checksums)) and np.all(
+            np.abs(checksums - checksums[0]) <= thresholds["replica_checksum_rel_tolerance"]
+            * scale))
+    flags = {"valid_enough_iterations": out["count"] >= thresholds["min_valid_iterations"],
+             "valid_cv": bool(out["cv"] <= thresholds["max_valid_cv"]),
              "valid_replicas_in_sync": in_sync}
     out.update({k: np.int8(v) for k, v in flags.items()})
     out["valid"] = np.int8(all(flags.values()))
+    out.update(thresholds)
     return out
 
 
@@ -144,12 +209,13 @@ def write_summary(group: h5py.Group) -> None:
     a = group.attrs
     summary = summary_of(timings, phases, int(group["timings"].attrs["warmup_iterations"]),
                          a["mode"], int(a["batch_size"]), int(a["world_size"]),
-                         int(a["samples"]), group["rank_metrics"][()], names)
+                         int(a["samples"]), int(a["measured_iterations"]),
+                         group["rank_metrics"][()], names)
     if "summary" in group:
         del group["summary"]
     sub = group.create_group("summary")
     for key, value in summary.items():
-        sub.attrs[key] = value if isinstance(value, (str, np.int8)) else np.float64(value)
+        sub.attrs[key] = value if isinstance(value, (str, np.integer)) else np.float64(value)
 
 
 def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
@@ -158,6 +224,8 @@ def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
     for key in ("branch", "commit", "experiment", "mode", "precision", "device", "backend"):
         g.attrs[key] = spec[key]
     g.attrs["model"] = spec["model"]["zoo"]
+    g.attrs["commit_date"] = "2025-12-31T12:00:00+00:00"
+    g.attrs["dirty"] = np.int8(0)
     for key in ("batch_size", "world_size", "warmup_iterations", "measured_iterations",
                 "samples", "seed"):
         g.attrs[key] = np.int64(spec[key])
@@ -167,7 +235,7 @@ def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
     g.attrs["started_at"] = "" if status == "skipped" else "2026-01-01T00:00:00Z"
     g.attrs["finished_at"] = "" if status in ("skipped", "running") else "2026-01-01T00:01:00Z"
     world = spec["world_size"]
-    g.attrs["ranks"] = json.dumps(list(range(1, world + 1)))
+    g.attrs["ranks"] = json.dumps([] if status == "skipped" else list(range(1, world + 1)))
     if timings is None:
         return
     phases = TRAIN_PHASES if spec["mode"] == "train" else INFER_PHASES
@@ -207,6 +275,7 @@ def _root_attrs(f, path):
     a["mpi_size"] = np.int64(3)
     a["argv"] = json.dumps(["scalebench", "run", "quickstart.yaml", "-o", str(path)])
     a["matrix_path"] = "quickstart.yaml"
+    a["matrix_hash"] = "0123456789abcdef"
     a["matrix_text"] = "# synthetic matrix written by tests/analysis/make_results.py\n"
     a["environment"] = json.dumps({"OMP_NUM_THREADS": "1"})
     a["start_time"], a["end_time"] = "2026-01-01T00:00:00Z", "2026-01-01T00:30:00Z"

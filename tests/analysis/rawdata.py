@@ -20,13 +20,18 @@ class RawCell:
     phases: list
     warmup: int
     rank_metrics: dict  # name -> (ranks,) values
+    summary: dict  # the `summary` attributes as stored ({} when absent)
 
-    def replicas_in_sync(self) -> bool:
-        """train: every rank's param_checksum equal (relative 1e-6); inference: True."""
-        checksums = self.rank_metrics.get("param_checksum")
-        if self.mode != "train" or checksums is None:
+    def replicas_in_sync(self, rel_tolerance: float) -> bool:
+        """train: every rank reported a param_checksum equal to rank 0's within
+        `rel_tolerance` (relative to the larger magnitude); inference: True."""
+        if self.mode != "train":
             return True
-        return bool(np.all(np.abs(checksums - checksums[0]) <= 1e-6 * abs(checksums[0])))
+        checksums = self.rank_metrics.get("param_checksum")
+        if checksums is None or not np.all(np.isfinite(checksums)):
+            return False
+        scale = np.maximum(np.abs(checksums), abs(checksums[0]))
+        return bool(np.all(np.abs(checksums - checksums[0]) <= rel_tolerance * scale))
 
     @property
     def mode(self) -> str:
@@ -87,11 +92,14 @@ def read(path) -> RawFile:
                 timings = group["timings"][()]
                 phases = json.loads(_text(group["timings"].attrs["phases"]))
                 warmup = int(group["timings"].attrs["warmup_iterations"])
+            summary = {}
+            if "summary" in group:
+                summary = {k: _text(v) for k, v in group["summary"].attrs.items()}
             metrics = {}
             if "rank_metrics" in group:
                 names = json.loads(_text(group["rank_metrics"].attrs["names"]))
                 values = group["rank_metrics"][()]
                 metrics = {name: values[:, i] for i, name in enumerate(names)}
             cells[cell_id] = RawCell(cell_id, attrs, json.loads(attrs["spec"]), timings, phases,
-                                     warmup, metrics)
+                                     warmup, metrics, summary)
     return RawFile(str(path), root, cells)

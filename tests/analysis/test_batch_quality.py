@@ -5,19 +5,18 @@ import pytest
 
 import scalebench_analysis as sa
 
-MAX_CV, MAX_DRIFT = 0.10, 0.10
+MAX_DRIFT = 0.10
 
 
 def _trusted(cell):
-    samples = cell.samples()
-    cv = np.std(samples, ddof=1) / np.mean(samples)
+    """The file's verdict (valid: enough samples, cv, replicas in sync; test_summary.py
+    checks it against the timings) and the warm-up drift, recomputed from raw timings."""
     series = cell.phase("step" if cell.mode == "train" else "batch")
     series = series[:, np.isfinite(series).any(axis=0)]
     series = np.nanmax(series, axis=0) if cell.mode == "train" else np.nanmean(series, axis=0)
     half = series.size // 2
     drift = np.median(series[:half]) / np.median(series[-half:]) - 1 if half >= 2 else 0.0
-    return (samples.size >= 5 and cv <= MAX_CV and abs(drift) <= MAX_DRIFT
-            and cell.replicas_in_sync())
+    return bool(cell.summary["valid"]) and abs(drift) <= MAX_DRIFT
 
 
 def test_untrusted_cells(results_file, raw, synthetic):

@@ -135,6 +135,18 @@ TEST(CellSummary, InferenceThroughputIsSamplesOverSlowestRankSum) {
   EXPECT_NEAR(70.0 / 0.9, summarize_cell(cell, {r0s, r1s}).throughput_samples_per_s, 1e-9);
 }
 
+TEST(CellSummary, CarriesTheThresholdsItJudgedBy) {
+  const auto rank = make_rank(0, kTrainPhases, 0, {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}},
+                              {{"param_checksum", 1.0}});
+  const CellSummary s = summarize_cell(train_cell(1, 1), {rank});
+  EXPECT_EQ(kMinValidIterations, s.thresholds.min_iterations);
+  EXPECT_EQ(kMaxValidCv, s.thresholds.max_cv);
+  EXPECT_EQ(kReplicaChecksumRelTolerance, s.thresholds.replica_checksum_rel_tolerance);
+  // The boundary cases of the flags are inclusive: count == minimum is enough.
+  EXPECT_EQ(s.thresholds.min_iterations, s.time.count);
+  EXPECT_TRUE(s.valid_enough_iterations);
+}
+
 TEST(CellSummary, NoTimingsGivesNaNAndInvalid) {
   RankResult failed;
   failed.status = CellStatus::kFailed;

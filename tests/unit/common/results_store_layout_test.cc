@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/cell_summary.h"
 #include "common/h5_wrappers.h"
 #include "common/hdf5_check.h"
 #include "common/results_store.h"
@@ -109,6 +110,21 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   std::stringstream expected;
   expected << in.rdbuf();
   EXPECT_EQ(expected.str(), actual);
+}
+
+// The summary stores the thresholds its validity flags were judged by: the constants of
+// common/cell_summary.h, so that the file (and the analysis package) needs no copy of them.
+TEST(ResultsLayout, SummaryStoresValidityThresholds) {
+  testing_util::TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  auto store = ResultsStore::create(path, testing_util::test_provenance("0123456789abcdef"), false);
+  const CellSpec cell = testing_util::train_cell(1, 2, 1, 5);
+  store.mark_running(cell, {1, 2});
+  store.complete_cell(cell, testing_util::full_results(cell));
+  const auto summary = read_results_overview(path)["cells"][cell.cell_id]["summary"];
+  EXPECT_EQ(kMinValidIterations, summary["min_valid_iterations"].get<size_t>());
+  EXPECT_EQ(kMaxValidCv, summary["max_valid_cv"].get<double>());
+  EXPECT_EQ(kReplicaChecksumRelTolerance, summary["replica_checksum_rel_tolerance"].get<double>());
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ TEST(ResultsStore, CreateWritesProvenanceAndEmptyCells) {
   EXPECT_TRUE(store.cells().empty());
   const auto overview = read_results_overview(path);
   const auto& p = overview["provenance"];
-  EXPECT_EQ("1.0", overview["layout_version"]);
-  EXPECT_EQ("1.0", p["scalebench_layout_version"]);
+  EXPECT_EQ(kResultsLayoutVersion, overview["layout_version"]);
+  EXPECT_EQ(kResultsLayoutVersion, p["scalebench_layout_version"]);
   EXPECT_EQ(kHash, p["matrix_hash"]);
   EXPECT_EQ(1, p["run_count"]);
   EXPECT_EQ("", p["end_time"]);

@@ -1,0 +1,149 @@
+"""The per-cell summary is computed once, by scalebench (C++), and read by the analysis
+package: count, cv, the validity flags and their thresholds come from the file."""
+
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import make_results
+import scalebench_analysis as sa
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "results" / "layout_v1.txt"
+THRESHOLDS = ("min_valid_iterations", "max_valid_cv", "replica_checksum_rel_tolerance")
+
+
+def _type_name(type_id) -> str:
+    if isinstance(type_id, h5py.h5t.TypeStringID):
+        return "vlen-utf8-string" if type_id.is_variable_str() else "fixed-string"
+    kind = "int" if isinstance(type_id, h5py.h5t.TypeIntegerID) else "float"
+    return f"{kind}{8 * type_id.get_size()}"
+
+
+def _listing(path, renames: dict) -> set:
+    """Every object and attribute with its type, as tests/unit/common/
+    results_store_layout_test.cc lists them, cell ids replaced by role names."""
+    lines = set()
+
+    def add(name, obj):
+        shown = "/" + name if name else "/"
+        for cell_id, role in renames.items():
+            shown = shown.replace(cell_id, f"<{role}>")
+        if isinstance(obj, h5py.Dataset):
+            lines.add(f"{shown} dataset {_type_name(obj.id.get_type())} rank {obj.ndim}")
+        else:
+            lines.add(f"{shown} group")
+        for attribute in obj.attrs:
+            lines.add(f"{shown} @{attribute} {_type_name(obj.attrs.get_id(attribute).get_type())}")
+
+    with h5py.File(path, "r") as f:
+        add("", f)
+        f.visititems(add)
+    return {line for line in lines if "<" in line or line.startswith("/ ")
+            or line == "/cells group"}
+
+
+def test_synthetic_file_follows_the_cpp_layout_golden(tmp_path):
+    """make_results.py writes what the C++ store writes: same objects, names and types."""
+    path = make_results.write_results(tmp_path / "synthetic.h5")
+    raw_cells = {c.cell_id: c for c in sa.load(path).cells.itertuples()}
+    ok = next(c for c in raw_cells.values()
+              if c.status == "ok" and c.mode == "train" and c.world_size == 2)
+    skipped = next(c for c in raw_cells.values() if c.status == "skipped")
+    got = _listing(path, {ok.cell_id: "ok-cell", skipped.cell_id: "skipped-cell"})
+    golden = {line for line in GOLDEN.read_text().splitlines()
+              if "<timeout-cell>" not in line}
+    assert got == golden
+
+
+def test_summary_matches_the_raw_timings(raw):
+    """The file's count, cv and flags follow from its timings and its thresholds (checks the
+    writer: the C++ store on a real run, make_results.py on the synthetic file)."""
+    for cell in raw.ok_cells():
+        s = cell.summary
+        samples = cell.samples()
+        assert s["count"] == samples.size
+        assert isinstance(s["count"], np.integer)
+        cv = np.std(samples, ddof=1) / np.mean(samples) if samples.size > 1 else np.nan
+        assert s["cv"] == pytest.approx(cv, rel=1e-9, nan_ok=True)
+        enough = samples.size >= s["min_valid_iterations"]
+        quiet = bool(cv <= s["max_valid_cv"])
+        in_sync = cell.replicas_in_sync(s["replica_checksum_rel_tolerance"])
+        assert (s["valid_enough_iterations"], s["valid_cv"], s["valid_replicas_in_sync"]) \
+            == (enough, quiet, in_sync), cell.cell_id
+        assert s["valid"] == (enough and quiet and in_sync)
+
+
+def test_thresholds_are_those_of_the_cpp_header(raw):
+    want = make_results.cpp_thresholds()
+    for cell in raw.ok_cells():
+        for name in THRESHOLDS:
+            assert cell.summary[name] == want[name]
+
+
+def _edit_summary(src, dst, cell_id, **attrs):
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        summary = f["cells"][cell_id]["summary"]
+        for name, value in attrs.items():
+            summary.attrs[name] = value
+    return str(dst)
+
+
+def _clean_cell(results_file) -> str:
+    trust = sa.analyze(results_file).sections["cells"]
+    trusted = trust[trust.trusted == True]  # noqa: E712 (NaN for cells that are not ok)
+    if trusted.empty:
+        pytest.skip("the results file has no trusted cell")
+    return trusted.cell_id.iloc[0]
+
+
+def test_count_cv_and_flags_are_read_from_the_file(results_file, tmp_path):
+    """Planted values that contradict the timings show up as they are: nothing is
+    recomputed from the timings."""
+    cell_id = _clean_cell(results_file)
+    planted = _edit_summary(results_file, tmp_path / "planted.h5", cell_id,
+                            count=np.int64(3), cv=np.float64(0.5), max_valid_cv=np.float64(0.25),
+                            min_valid_iterations=np.int64(7),
+                            valid_cv=np.int8(0), valid_enough_iterations=np.int8(0),
+                            valid=np.int8(0))
+    row = sa.analyze(planted).sections["cells"].set_index("cell_id").loc[cell_id]
+    assert row["count"] == 3 and row["cv"] == 0.5
+    assert not row.trusted
+    assert "only 3 samples (< 7)" in row.untrusted_because
+    assert "cv 50.0% > 25%" in row.untrusted_because
+
+
+def test_max_cv_option_rejudges_the_files_cv(results_file, tmp_path):
+    cell_id = _clean_cell(results_file)
+    planted = _edit_summary(results_file, tmp_path / "noisy.h5", cell_id, cv=np.float64(0.2))
+    cells = sa.analyze(planted).sections["cells"].set_index("cell_id")
+    assert cells.loc[cell_id].trusted  # the file's verdict valid_cv stands
+    strict = sa.AnalysisOptions(quality=sa.QualityOptions(max_cv=0.15))
+    row = sa.analyze(planted, strict).sections["cells"].set_index("cell_id").loc[cell_id]
+    assert not row.trusted
+    assert "cv 20.0% > 15% (--max-cv)" in row.untrusted_because
+
+
+def test_layout_1_0_summary_without_thresholds_is_read(results_file, tmp_path):
+    """Files of layout 1.0 lack the threshold attributes: their writer used fixed values,
+    which load() fills in; the verdicts are the file's as before."""
+    old = tmp_path / "v1_0.h5"
+    shutil.copyfile(results_file, old)
+    with h5py.File(old, "r+") as f:
+        f.attrs["scalebench_layout_version"] = "1.0"
+        for group in f["cells"].values():
+            if "summary" in group:
+                for name in THRESHOLDS:
+                    del group["summary"].attrs[name]
+    results = sa.load(old)
+    assert results.layout_version == "1.0"
+    ok = results.cells[results.cells.status == "ok"]
+    for name, value in sa.LAYOUT_1_0_THRESHOLDS.items():
+        assert (ok[name] == value).all()
+    before = sa.analyze(results_file).sections["cells"]
+    after = sa.analyze(str(old)).sections["cells"]
+    assert list(after.trusted) == list(before.trusted)
+    assert list(after.untrusted_because.fillna("")) == list(before.untrusted_because.fillna(""))
