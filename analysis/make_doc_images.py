@@ -1,6 +1,6 @@
 """Regenerates the plot pictures of docs/analysis-guide.md from the synthetic test file.
 
-    .venv/bin/python analysis/make_doc_images.py [docs/img]
+.venv/bin/python analysis/make_doc_images.py [docs/img]
 """
 
 import sys
@@ -10,10 +10,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "analysis"))
 
-import make_results  # noqa: E402
-
 import scalebench_analysis as sa  # noqa: E402
 from scalebench_analysis import plots  # noqa: E402
+
+import make_results  # noqa: E402
 
 
 def main() -> None:
@@ -23,8 +23,7 @@ def main() -> None:
         results = make_results.write_results(Path(tmp) / "results.h5")
         loaded = sa.load(results)
         victim = loaded.cells[loaded.cells.label == "main/mlp-train/train/b32/w2/fp32"].cell_id
-        base = make_results.copy_with_slowdown(results, Path(tmp) / "base.h5", victim.iloc[0],
-                                               0.9)
+        base = make_results.copy_with_slowdown(results, Path(tmp) / "base.h5", victim.iloc[0], 0.9)
         analysis = sa.analyze(loaded, sa.AnalysisOptions(baseline_file=base))
         for key, _, function in plots.PLOTS:
             fig = function(analysis)

@@ -4,7 +4,9 @@
 #   2. release build: ctest (unit, MPI under mpiexec, CLI)
 #   3. ASan/UBSan build: ctest of common/ and orchestrator/ (no Torch)
 #   4. clang-tidy over common/ and orchestrator/
-#   5. analysis: pytest on an HDF5 file produced by a real `scalebench run` of the quickstart
+#   5. analysis: pytest on an HDF5 file produced by a real `scalebench run` of the quickstart,
+#      and on the synthetic file of tests/analysis/make_results.py (branches, bf16, failures)
+#      plus ruff (lint + format) over analysis/ and tests/analysis/
 #   6. slurm: a real single-node Slurm cluster (tests/slurm/run.sh)
 # Usage: tests/run_all.sh <repo> <venv python>. Set SCALEBENCH_SKIP_SLURM=1 to skip step 6.
 set -euo pipefail
@@ -28,6 +30,9 @@ check_tidy() {
     grep -v -E '^[0-9]+ warnings? generated|^Suppressed|^Use -header-filter' | tee build/clang-tidy.log
   ! grep -q -E '(warning|error):' build/clang-tidy.log
 }
+check_ruff() {
+  "$python" -m ruff check analysis tests/analysis && "$python" -m ruff format --check analysis tests/analysis
+}
 run_quickstart_for_analysis() {
   local out="$repo/build/test-runs/quickstart.h5"
   mkdir -p "$(dirname "$out")"
@@ -41,6 +46,8 @@ run_step "ctest (release)" ctest --preset release -j 2
 run_step "ctest (asan)" ctest --preset asan -j 2
 run_step "clang-tidy" check_tidy
 run_step "analysis (pytest on a real run)" run_quickstart_for_analysis
+run_step "analysis (pytest on the synthetic file)" env -u SCALEBENCH_RESULTS_FILE "$python" -m pytest -q -rs tests/analysis
+run_step "ruff (analysis)" check_ruff
 if [[ "${SCALEBENCH_SKIP_SLURM:-0}" != 1 ]]; then
   run_step "slurm (single-node cluster)" bash tests/slurm/run.sh "$repo" "$python"
 fi

@@ -1,8 +1,8 @@
 """scalebench results analysis: tidy tables, scaling, comparisons, regression gate, reports.
 
-    >>> import scalebench_analysis as sa
-    >>> results = sa.load("results.h5")       # results.cells, results.timings, ...
-    >>> analysis = sa.analyze(results)        # analysis.sections["scaling"], ...
+>>> import scalebench_analysis as sa
+>>> results = sa.load("results.h5")       # results.cells, results.timings, ...
+>>> analysis = sa.analyze(results)        # analysis.sections["scaling"], ...
 """
 
 from .analysis import Analysis, AnalysisOptions, analyze
@@ -12,7 +12,22 @@ from .loader import LAYOUT_1_0_THRESHOLDS, SUPPORTED_LAYOUT_MAJOR, Results, load
 from .quality import QualityOptions, straggler_table, trust_table
 
 __version__ = "0.1.0"
-__all__ = ["Analysis", "AnalysisOptions", "AnalysisError", "GateOptions",
-           "LAYOUT_1_0_THRESHOLDS", "QualityOptions", "Results", "ResultsFileError",
-           "SUPPORTED_LAYOUT_MAJOR", "UsageError", "analyze", "load", "regression_table",
-           "speedup_between_files", "speedup_in_file", "straggler_table", "trust_table"]
+__all__ = [
+    "Analysis",
+    "AnalysisOptions",
+    "AnalysisError",
+    "GateOptions",
+    "LAYOUT_1_0_THRESHOLDS",
+    "QualityOptions",
+    "Results",
+    "ResultsFileError",
+    "SUPPORTED_LAYOUT_MAJOR",
+    "UsageError",
+    "analyze",
+    "load",
+    "regression_table",
+    "speedup_between_files",
+    "speedup_in_file",
+    "straggler_table",
+    "trust_table",
+]

@@ -41,17 +41,24 @@ class Analysis:
 def overview_table(results: Results) -> pd.DataFrame:
     meta = results.meta
     counts = results.cells.status.value_counts()
-    rows = [("file", results.path), ("layout_version", results.layout_version),
-            ("tool", f"scalebench {meta.get('tool_version', '?')} "
-                     f"{meta.get('tool_commit', '')[:12]}"
-                     + (" (dirty)" if meta.get("tool_dirty") else "")),
-            ("started", meta.get("start_time", "")),
-            ("finished", meta.get("end_time", "") or "(not finished)"),
-            ("hosts", ", ".join(meta.get("hosts") or [])),
-            ("cells", ", ".join(f"{n} {s}" for s, n in counts.items()) or "none")]
-    versions = [f"{k[:-8]} {meta[k]}" for k in ("torch_version", "cuda_version",
-                                                  "nccl_version", "mpi_version", "hdf5_version")
-                if meta.get(k)]
+    rows = [
+        ("file", results.path),
+        ("layout_version", results.layout_version),
+        (
+            "tool",
+            f"scalebench {meta.get('tool_version', '?')} "
+            f"{meta.get('tool_commit', '')[:12]}" + (" (dirty)" if meta.get("tool_dirty") else ""),
+        ),
+        ("started", meta.get("start_time", "")),
+        ("finished", meta.get("end_time", "") or "(not finished)"),
+        ("hosts", ", ".join(meta.get("hosts") or [])),
+        ("cells", ", ".join(f"{n} {s}" for s, n in counts.items()) or "none"),
+    ]
+    versions = [
+        f"{k[:-8]} {meta[k]}"
+        for k in ("torch_version", "cuda_version", "nccl_version", "mpi_version", "hdf5_version")
+        if meta.get(k)
+    ]
     rows.append(("libraries", ", ".join(versions)))
     return pd.DataFrame(rows, columns=["field", "value"])
 
@@ -62,17 +69,42 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
     cells = cells.merge(trust, on="cell_id", how="left")
     if "comm_share" in scale:
         cells = cells.merge(scale[["cell_id", "comm_share"]], on="cell_id", how="left")
-    for column in ("throughput_samples_per_s", "median_s", "p99_s", "peak_memory_bytes",
-                   "comm_share", "reason"):
+    for column in (
+        "throughput_samples_per_s",
+        "median_s",
+        "p99_s",
+        "peak_memory_bytes",
+        "comm_share",
+        "reason",
+    ):
         if column not in cells:
             cells[column] = np.nan if column != "reason" else ""
     cells["median_ms"] = cells.median_s * 1e3
     cells["p99_ms"] = cells.p99_s * 1e3
     cells["peak_memory_mib"] = cells.peak_memory_bytes / 2**20
-    columns = ["label", "cell_id", "branch", "experiment", "mode", "precision", "setting",
-               "batch_size", "world_size", "status", "throughput_samples_per_s", "median_ms",
-               "p99_ms", "count", "cv", "drift", "trusted", "untrusted_because", "comm_share",
-               "peak_memory_mib", "reason"]
+    columns = [
+        "label",
+        "cell_id",
+        "branch",
+        "experiment",
+        "mode",
+        "precision",
+        "setting",
+        "batch_size",
+        "world_size",
+        "status",
+        "throughput_samples_per_s",
+        "median_ms",
+        "p99_ms",
+        "count",
+        "cv",
+        "drift",
+        "trusted",
+        "untrusted_because",
+        "comm_share",
+        "peak_memory_mib",
+        "reason",
+    ]
     return cells[columns]
 
 
@@ -96,7 +128,8 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
         base = load(options.baseline_file)
         base_trust = quality.trust_table(base, options.quality)
         out.baseline = base
-        out.sections["speedup_vs_file"] = compare.speedup_between_files(base, results,
-                                                                        base_trust, trust)
+        out.sections["speedup_vs_file"] = compare.speedup_between_files(
+            base, results, base_trust, trust
+        )
         out.sections["regressions"] = compare.regression_table(base, results, options.gate)
     return out

@@ -43,8 +43,16 @@ def batch_points(results: Results, trust: pd.DataFrame) -> pd.DataFrame:
             cells[column] = np.nan
     cells["median_ms"] = cells.median_s * 1e3
     cells["p99_ms"] = cells.p99_s * 1e3
-    keep = CURVE_COLUMNS + ["curve", "cell_id", "batch_size", "status", "trusted",
-                            "throughput_samples_per_s", "median_ms", "p99_ms"]
+    keep = CURVE_COLUMNS + [
+        "curve",
+        "cell_id",
+        "batch_size",
+        "status",
+        "trusted",
+        "throughput_samples_per_s",
+        "median_ms",
+        "p99_ms",
+    ]
     return cells[keep].sort_values(CURVE_COLUMNS + ["batch_size"]).reset_index(drop=True)
 
 
@@ -52,18 +60,24 @@ def _picks(points: pd.DataFrame, slo_p99_ms: float | None) -> dict:
     ok = points[points.status == "ok"]
     good = ok[ok.trusted]
     oom = points[points.status == "oom"]
-    out = {"batches": ",".join(str(b) for b in points.batch_size),
-           "max_ok_batch": ok.batch_size.max() if not ok.empty else np.nan,
-           "oom_batch": oom.batch_size.min() if not oom.empty else np.nan,
-           "untrusted_ok_cells": int((~ok.trusted).sum())}
+    out = {
+        "batches": ",".join(str(b) for b in points.batch_size),
+        "max_ok_batch": ok.batch_size.max() if not ok.empty else np.nan,
+        "oom_batch": oom.batch_size.min() if not oom.empty else np.nan,
+        "untrusted_ok_cells": int((~ok.trusted).sum()),
+    }
     if good.empty:
         out.update(best_batch=np.nan, best_throughput=np.nan, knee_batch=np.nan)
     else:
         best = good.loc[good.throughput_samples_per_s.idxmax()]
-        near = good[good.throughput_samples_per_s
-                    >= (1.0 - KNEE_TOLERANCE) * best.throughput_samples_per_s]
-        out.update(best_batch=best.batch_size, best_throughput=best.throughput_samples_per_s,
-                   knee_batch=near.batch_size.min())
+        near = good[
+            good.throughput_samples_per_s >= (1.0 - KNEE_TOLERANCE) * best.throughput_samples_per_s
+        ]
+        out.update(
+            best_batch=best.batch_size,
+            best_throughput=best.throughput_samples_per_s,
+            knee_batch=near.batch_size.min(),
+        )
     if slo_p99_ms is not None:
         meeting = good[good.p99_ms <= slo_p99_ms]
         out["slo_p99_ms"] = slo_p99_ms

@@ -29,7 +29,8 @@ def fraction(text: str) -> float:
             value = float(raw)
             if value >= 1.0:
                 raise argparse.ArgumentTypeError(
-                    f"{text!r} is ambiguous: write a percentage ({raw}%) or a fraction below 1")
+                    f"{text!r} is ambiguous: write a percentage ({raw}%) or a fraction below 1"
+                )
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5% or 0.05") from None
     if value < 0:
@@ -48,60 +49,104 @@ def _positive_float(text: str) -> float:
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="table",
-                        help="output format (default: table, for the console)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="output format (default: table, for the console)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--table", default=None,
-                        help="csv only: which table to write (default: cells for analyze, "
-                             "regressions for compare)")
+    parser.add_argument(
+        "--table",
+        default=None,
+        help="csv only: which table to write (default: cells for analyze, regressions for compare)",
+    )
 
 
 def _add_quality(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("trust checks")
-    group.add_argument("--max-cv", type=fraction, default=quality.QualityOptions.max_cv,
-                       help="cells noisier than this coefficient of variation are untrusted "
-                            "(default: the file's verdict valid_cv, judged by its "
-                            "max_valid_cv, 10%% as scalebench writes it)")
-    group.add_argument("--max-drift", type=fraction, default=quality.QualityOptions.max_drift,
-                       help="cells whose first-half / second-half median drift exceeds this "
-                            "are untrusted (default 10%%)")
-    group.add_argument("--straggler-threshold", type=fraction,
-                       default=quality.QualityOptions.straggler_threshold,
-                       help="a rank this much slower than the other ranks' median is a "
-                            "straggler (default 10%%)")
+    group.add_argument(
+        "--max-cv",
+        type=fraction,
+        default=quality.QualityOptions.max_cv,
+        help="cells noisier than this coefficient of variation are untrusted "
+        "(default: the file's verdict valid_cv, judged by its "
+        "max_valid_cv, 10%% as scalebench writes it)",
+    )
+    group.add_argument(
+        "--max-drift",
+        type=fraction,
+        default=quality.QualityOptions.max_drift,
+        help="cells whose first-half / second-half median drift exceeds this "
+        "are untrusted (default 10%%)",
+    )
+    group.add_argument(
+        "--straggler-threshold",
+        type=fraction,
+        default=quality.QualityOptions.straggler_threshold,
+        help="a rank this much slower than the other ranks' median is a straggler (default 10%%)",
+    )
 
 
 def _add_gate(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("regression test")
-    group.add_argument("--threshold", type=fraction, default=compare.GateOptions.threshold,
-                       help="smallest change that counts as a regression (default 5%%)")
-    group.add_argument("--alpha", type=fraction, default=compare.GateOptions.alpha,
-                       help="significance level of the test and the confidence interval "
-                            "(default 0.05)")
-    group.add_argument("--bootstrap", type=int, default=compare.GateOptions.bootstrap,
-                       help="bootstrap draws for the confidence interval (default 2000)")
-    group.add_argument("--seed", type=int, default=compare.GateOptions.seed,
-                       help="bootstrap seed (default 0)")
-    group.add_argument("--correction", choices=("none", "holm"), default="none",
-                       help="multiple-testing correction of the p-values across cells")
+    group.add_argument(
+        "--threshold",
+        type=fraction,
+        default=compare.GateOptions.threshold,
+        help="smallest change that counts as a regression (default 5%%)",
+    )
+    group.add_argument(
+        "--alpha",
+        type=fraction,
+        default=compare.GateOptions.alpha,
+        help="significance level of the test and the confidence interval (default 0.05)",
+    )
+    group.add_argument(
+        "--bootstrap",
+        type=int,
+        default=compare.GateOptions.bootstrap,
+        help="bootstrap draws for the confidence interval (default 2000)",
+    )
+    group.add_argument(
+        "--seed", type=int, default=compare.GateOptions.seed, help="bootstrap seed (default 0)"
+    )
+    group.add_argument(
+        "--correction",
+        choices=("none", "holm"),
+        default="none",
+        help="multiple-testing correction of the p-values across cells",
+    )
 
 
 def _add_baselines(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("baseline")
-    group.add_argument("--baseline-branch", metavar="BRANCH",
-                       help="speedup of every other branch against this one")
-    group.add_argument("--baseline", metavar="FIELD=VALUE",
-                       help="speedup of every setting against cells with this spec value, "
-                            "e.g. precision=fp32, channels_last=false, optimizer.name=sgd")
-    group.add_argument("--baseline-file", metavar="BASE.h5",
-                       help="speedups and the regression test against another results file")
-    parser.add_argument("--slo-p99-ms", type=_positive_float, metavar="MS",
-                        help="latency SLO: report the largest batch whose p99 latency meets it")
+    group.add_argument(
+        "--baseline-branch", metavar="BRANCH", help="speedup of every other branch against this one"
+    )
+    group.add_argument(
+        "--baseline",
+        metavar="FIELD=VALUE",
+        help="speedup of every setting against cells with this spec value, "
+        "e.g. precision=fp32, channels_last=false, optimizer.name=sgd",
+    )
+    group.add_argument(
+        "--baseline-file",
+        metavar="BASE.h5",
+        help="speedups and the regression test against another results file",
+    )
+    parser.add_argument(
+        "--slo-p99-ms",
+        type=_positive_float,
+        metavar="MS",
+        help="latency SLO: report the largest batch whose p99 latency meets it",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="scalebench-analysis",
-                                     description="Analyse scalebench results files.")
+    parser = argparse.ArgumentParser(
+        prog="scalebench-analysis", description="Analyse scalebench results files."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     a = sub.add_parser("analyze", help="tables of one results file")
     a.add_argument("results", help="results .h5 file")
@@ -133,18 +178,29 @@ def _options(args) -> AnalysisOptions:
     elif getattr(args, "baseline", None):
         field, sep, value = args.baseline.partition("=")
         if not sep or not field:
-            raise UsageError(f"--baseline {args.baseline!r}: expected FIELD=VALUE, "
-                             "e.g. precision=fp32")
+            raise UsageError(
+                f"--baseline {args.baseline!r}: expected FIELD=VALUE, e.g. precision=fp32"
+            )
         baseline = (field.strip(), value.strip())
     return AnalysisOptions(
-        quality=quality.QualityOptions(max_cv=args.max_cv, max_drift=args.max_drift,
-                                       straggler_threshold=args.straggler_threshold)
-        if hasattr(args, "max_cv") else quality.QualityOptions(),
-        slo_p99_ms=getattr(args, "slo_p99_ms", None), baseline=baseline,
+        quality=quality.QualityOptions(
+            max_cv=args.max_cv,
+            max_drift=args.max_drift,
+            straggler_threshold=args.straggler_threshold,
+        )
+        if hasattr(args, "max_cv")
+        else quality.QualityOptions(),
+        slo_p99_ms=getattr(args, "slo_p99_ms", None),
+        baseline=baseline,
         baseline_file=getattr(args, "baseline_file", None),
-        gate=compare.GateOptions(threshold=args.threshold, alpha=args.alpha,
-                                 bootstrap=args.bootstrap, seed=args.seed,
-                                 correction=args.correction))
+        gate=compare.GateOptions(
+            threshold=args.threshold,
+            alpha=args.alpha,
+            bootstrap=args.bootstrap,
+            seed=args.seed,
+            correction=args.correction,
+        ),
+    )
 
 
 def _write(text: str, path: str | None) -> None:
@@ -157,6 +213,7 @@ def _write(text: str, path: str | None) -> None:
 
 def run_analyze(args) -> int:
     from .render import render
+
     analysis = analyze(args.results, _options(args))
     _write(render(analysis, args.format, args.table or "cells"), args.output)
     return EXIT_OK
@@ -164,6 +221,7 @@ def run_analyze(args) -> int:
 
 def run_compare(args) -> int:
     from .render import render
+
     options = _options(args)
     base, new = load(args.base), load(args.new)
     table = compare.regression_table(base, new, options.gate)
@@ -180,6 +238,7 @@ def run_compare(args) -> int:
 
 def run_report(args) -> int:
     from .report import write_report
+
     analysis = analyze(args.results, _options(args))
     write_report(analysis, args.output, title=args.title)
     print(f"wrote {args.output}", file=sys.stderr)

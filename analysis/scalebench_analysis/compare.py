@@ -79,16 +79,22 @@ def speedup_in_file(results: Results, field: str, value: str, trust: pd.DataFram
     examples = [_get(s, field) for s in cells.spec if _get(s, field) is not None]
     if not examples:
         fields = ", ".join(sorted(cells.spec.iloc[0])) if len(cells) else "-"
-        raise UsageError(f"--baseline {field}={value}: no ok cell spec has a field {field!r} "
-                         f"(fields: {fields})")
+        raise UsageError(
+            f"--baseline {field}={value}: no ok cell spec has a field {field!r} (fields: {fields})"
+        )
     target = parse_value(value, examples[0])
     drop = ("commit",) if field == "branch" else ()
-    key = {config_key(s, drop=drop): c for c, s in zip(cells.cell_id, cells.spec)
-           if _get(s, field) == target}
+    key = {
+        config_key(s, drop=drop): c
+        for c, s in zip(cells.cell_id, cells.spec)
+        if _get(s, field) == target
+    }
     if not key:
         found = sorted({str(e) for e in examples})
-        raise UsageError(f"--baseline {field}={value}: no ok cell has {field}={value} "
-                         f"(found: {', '.join(found)})")
+        raise UsageError(
+            f"--baseline {field}={value}: no ok cell has {field}={value} "
+            f"(found: {', '.join(found)})"
+        )
     by_id = cells.set_index("cell_id")
     trusted = dict(zip(trust.cell_id, trust.trusted))
     rows = []
@@ -103,20 +109,35 @@ def speedup_in_file(results: Results, field: str, value: str, trust: pd.DataFram
     return pd.DataFrame(rows, columns=_SPEEDUP_COLUMNS)
 
 
-_SPEEDUP_COLUMNS = ["label", "baseline", "cell_id", "baseline_cell_id", "throughput",
-                    "baseline_throughput", "speedup", "time_ratio", "trusted"]
+_SPEEDUP_COLUMNS = [
+    "label",
+    "baseline",
+    "cell_id",
+    "baseline_cell_id",
+    "throughput",
+    "baseline_throughput",
+    "speedup",
+    "time_ratio",
+    "trusted",
+]
 
 
 def _speedup_row(cell, base, field: str, trusted: dict) -> dict:
     base_label = f"{field}={_get(base.spec, field)}" if field else base.label
-    return {"label": cell.label, "baseline": base_label, "cell_id": cell.cell_id,
-            "baseline_cell_id": base.name if field else base.cell_id,
-            "throughput": cell.throughput_samples_per_s,
-            "baseline_throughput": base.throughput_samples_per_s,
-            "speedup": cell.throughput_samples_per_s / base.throughput_samples_per_s,
-            "time_ratio": cell.median_s / base.median_s,
-            "trusted": bool(trusted.get(cell.cell_id, False)
-                            and trusted.get(base.name if field else base.cell_id, False))}
+    return {
+        "label": cell.label,
+        "baseline": base_label,
+        "cell_id": cell.cell_id,
+        "baseline_cell_id": base.name if field else base.cell_id,
+        "throughput": cell.throughput_samples_per_s,
+        "baseline_throughput": base.throughput_samples_per_s,
+        "speedup": cell.throughput_samples_per_s / base.throughput_samples_per_s,
+        "time_ratio": cell.median_s / base.median_s,
+        "trusted": bool(
+            trusted.get(cell.cell_id, False)
+            and trusted.get(base.name if field else base.cell_id, False)
+        ),
+    }
 
 
 def match_cells(base: Results, new: Results) -> list[tuple[str | None, str | None, str]]:
@@ -146,8 +167,9 @@ def match_cells(base: Results, new: Results) -> list[tuple[str | None, str | Non
     return pairs
 
 
-def speedup_between_files(base: Results, new: Results, trust_base: pd.DataFrame,
-                          trust_new: pd.DataFrame) -> pd.DataFrame:
+def speedup_between_files(
+    base: Results, new: Results, trust_base: pd.DataFrame, trust_new: pd.DataFrame
+) -> pd.DataFrame:
     """Every matched pair of ok cells: new against base."""
     trusted = dict(zip(trust_base.cell_id, trust_base.trusted))
     trusted.update(zip(trust_new.cell_id, trust_new.trusted))
@@ -169,8 +191,9 @@ def speedup_between_files(base: Results, new: Results, trust_base: pd.DataFrame,
     return pd.DataFrame(rows, columns=_SPEEDUP_COLUMNS)
 
 
-def median_ratio_ci(base_s: np.ndarray, new_s: np.ndarray, alpha: float, draws: int,
-                    rng: np.random.Generator) -> tuple[float, float]:
+def median_ratio_ci(
+    base_s: np.ndarray, new_s: np.ndarray, alpha: float, draws: int, rng: np.random.Generator
+) -> tuple[float, float]:
     """Percentile bootstrap (1 - alpha) interval of median(new) / median(base)."""
     b = np.median(base_s[rng.integers(0, base_s.size, (draws, base_s.size))], axis=1)
     n = np.median(new_s[rng.integers(0, new_s.size, (draws, new_s.size))], axis=1)
@@ -186,9 +209,17 @@ def _test_pair(base_s, new_s, cell_key: str, options: GateOptions) -> dict:
         p = float(stats.mannwhitneyu(new_s, base_s, alternative="two-sided").pvalue)
     rng = np.random.default_rng([options.seed, zlib.crc32(cell_key.encode())])
     low, high = median_ratio_ci(base_s, new_s, options.alpha, options.bootstrap, rng)
-    return {"n_base": base_s.size, "n_new": new_s.size, "median_base_s": float(np.median(base_s)),
-            "median_new_s": float(np.median(new_s)), "ratio": ratio, "change": ratio - 1.0,
-            "ci_low": low, "ci_high": high, "p_value": p}
+    return {
+        "n_base": base_s.size,
+        "n_new": new_s.size,
+        "median_base_s": float(np.median(base_s)),
+        "median_new_s": float(np.median(new_s)),
+        "ratio": ratio,
+        "change": ratio - 1.0,
+        "ci_low": low,
+        "ci_high": high,
+        "p_value": p,
+    }
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
@@ -202,8 +233,9 @@ def _holm(p: np.ndarray) -> np.ndarray:
 
 
 def _verdict(row: dict, options: GateOptions) -> str:
-    significant = (row["p_adjusted"] < options.alpha
-                   and (row["ci_low"] > 1.0 or row["ci_high"] < 1.0))
+    significant = row["p_adjusted"] < options.alpha and (
+        row["ci_low"] > 1.0 or row["ci_high"] < 1.0
+    )
     if not significant:
         return "not significant"
     if row["change"] > options.threshold:
@@ -234,10 +266,14 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
         base_cell = b.loc[base_id] if base_id else None
         new_cell = n.loc[new_id] if new_id else None
         any_cell = new_cell if new_cell is not None else base_cell
-        row = {"label": any_cell.label, "base_cell_id": base_id or "", "new_cell_id": new_id or "",
-               "matched_by": matched_by,
-               "base_status": base_cell.status if base_cell is not None else "",
-               "new_status": new_cell.status if new_cell is not None else ""}
+        row = {
+            "label": any_cell.label,
+            "base_cell_id": base_id or "",
+            "new_cell_id": new_id or "",
+            "matched_by": matched_by,
+            "base_status": base_cell.status if base_cell is not None else "",
+            "new_status": new_cell.status if new_cell is not None else "",
+        }
         base_s = new_s = np.empty(0)
         if base_cell is not None and new_cell is not None:
             base_s = iteration_samples(base, base_id, base_cell["mode"])
@@ -246,17 +282,35 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
             row.update(_test_pair(base_s, new_s, base_id, options))
             tested.append(len(rows))
         else:
-            row["verdict"] = _status_verdict(base_cell.status if base_cell is not None else None,
-                                             new_cell.status if new_cell is not None else None)
+            row["verdict"] = _status_verdict(
+                base_cell.status if base_cell is not None else None,
+                new_cell.status if new_cell is not None else None,
+            )
         rows.append(row)
     p = np.array([rows[i]["p_value"] for i in tested])
     adjusted = _holm(p) if options.correction == "holm" and p.size else p
     for i, p_adj in zip(tested, adjusted):
         rows[i]["p_adjusted"] = float(p_adj)
         rows[i]["verdict"] = _verdict(rows[i], options)
-    columns = ["label", "verdict", "ratio", "change", "ci_low", "ci_high", "p_value",
-               "p_adjusted", "n_base", "n_new", "median_base_s", "median_new_s", "base_status",
-               "new_status", "matched_by", "base_cell_id", "new_cell_id"]
+    columns = [
+        "label",
+        "verdict",
+        "ratio",
+        "change",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_adjusted",
+        "n_base",
+        "n_new",
+        "median_base_s",
+        "median_new_s",
+        "base_status",
+        "new_status",
+        "matched_by",
+        "base_cell_id",
+        "new_cell_id",
+    ]
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
@@ -269,8 +323,12 @@ def gate_summary(table: pd.DataFrame, options: GateOptions) -> str:
     """One line: OK or REGRESSION and the count of each verdict."""
     counts = table.verdict.value_counts()
     failed = gate_failed(table)
-    parts = [f"{counts.get(v, 0)} {v}" for v in ("regression", "broke", "improvement",
-                                                 "within threshold", "not significant")]
-    return (("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "
-            f"(threshold {options.threshold:.1%}, alpha {options.alpha:g}, "
-            f"correction {options.correction})")
+    parts = [
+        f"{counts.get(v, 0)} {v}"
+        for v in ("regression", "broke", "improvement", "within threshold", "not significant")
+    ]
+    return (
+        ("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "
+        f"(threshold {options.threshold:.1%}, alpha {options.alpha:g}, "
+        f"correction {options.correction})"
+    )

@@ -43,8 +43,18 @@ CURVE_FIELDS = ("batch_size", "world_size", "samples")
 #: Spec fields that are bookkeeping, not part of a configuration.
 _NON_CONFIG_FIELDS = ("cell_id", "source")
 #: Spec fields shown as their own columns (not repeated in the `setting` label).
-_NAMED_FIELDS = ("branch", "commit", "experiment", "mode", "precision", "batch_size",
-                 "world_size", "samples", "cell_id", "source")
+_NAMED_FIELDS = (
+    "branch",
+    "commit",
+    "experiment",
+    "mode",
+    "precision",
+    "batch_size",
+    "world_size",
+    "samples",
+    "cell_id",
+    "source",
+)
 
 STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted")
 
@@ -87,7 +97,7 @@ class Results:
         if raw is None or phase not in raw.phases:
             return np.empty((0, 0))
         values = raw.data[:, :, raw.phases.index(phase)]
-        return values[:, raw.warmup:] if measured_only else values
+        return values[:, raw.warmup :] if measured_only else values
 
 
 @dataclass(frozen=True)
@@ -124,11 +134,13 @@ def check_layout_version(found: str, path: str) -> None:
     except ValueError:
         raise ResultsFileError(
             f"{path}: malformed {VERSION_ATTRIBUTE} {found!r}: required "
-            f"{SUPPORTED_LAYOUT_MAJOR}.x, found {found}") from None
+            f"{SUPPORTED_LAYOUT_MAJOR}.x, found {found}"
+        ) from None
     if major != SUPPORTED_LAYOUT_MAJOR:
         raise ResultsFileError(
             f"{path}: results layout version mismatch: required {SUPPORTED_LAYOUT_MAJOR}.x, "
-            f"found {found} (use a scalebench_analysis release that reads layout {major}.x)")
+            f"found {found} (use a scalebench_analysis release that reads layout {major}.x)"
+        )
 
 
 def _open(path: str) -> h5py.File:
@@ -147,7 +159,8 @@ def _open(path: str) -> h5py.File:
 def _read_meta(f: h5py.File, path: str) -> tuple[str, dict]:
     if VERSION_ATTRIBUTE not in f.attrs:
         raise ResultsFileError(
-            f"{path}: not a scalebench results file (no root attribute {VERSION_ATTRIBUTE})")
+            f"{path}: not a scalebench results file (no root attribute {VERSION_ATTRIBUTE})"
+        )
     version = str(_decode(f.attrs[VERSION_ATTRIBUTE]))
     check_layout_version(version, path)
     meta = {k: _decode(v) for k, v in f.attrs.items()}
@@ -180,16 +193,19 @@ def _cell_timings(cell_id: str, group: h5py.Group) -> tuple[pd.DataFrame | None,
     data = np.asarray(dataset[()], dtype=float)
     if data.ndim != 3 or data.shape[2] != len(phases):
         raise ResultsFileError(
-            f"cell {cell_id}: timings shape {data.shape} does not match phases {phases}")
+            f"cell {cell_id}: timings shape {data.shape} does not match phases {phases}"
+        )
     ranks, iterations, _ = np.indices(data.shape)
     phase_index = np.broadcast_to(np.arange(len(phases)), data.shape)
-    frame = pd.DataFrame({
-        "cell_id": cell_id,
-        "rank": ranks.ravel(),
-        "iteration": iterations.ravel(),
-        "phase": np.asarray(phases, dtype=object)[phase_index.ravel()],
-        "time_s": data.ravel(),
-    })
+    frame = pd.DataFrame(
+        {
+            "cell_id": cell_id,
+            "rank": ranks.ravel(),
+            "iteration": iterations.ravel(),
+            "phase": np.asarray(phases, dtype=object)[phase_index.ravel()],
+            "time_s": data.ravel(),
+        }
+    )
     frame["warmup"] = frame["iteration"] < warmup
     return frame[np.isfinite(frame["time_s"])], RawTimings(data, list(phases), warmup)
 
@@ -242,9 +258,13 @@ def _setting_labels(specs: list[dict]) -> list[str]:
     for members in groups.values():
         group = [flats[i] for i in members]
         keys = sorted({k for f in group for k in f})
-        varying = [k for k in keys
-                   if k not in _NAMED_FIELDS and k.split(".")[0] not in _NAMED_FIELDS
-                   and len({json.dumps(f.get(k), sort_keys=True) for f in group}) > 1]
+        varying = [
+            k
+            for k in keys
+            if k not in _NAMED_FIELDS
+            and k.split(".")[0] not in _NAMED_FIELDS
+            and len({json.dumps(f.get(k), sort_keys=True) for f in group}) > 1
+        ]
         for i in members:
             labels[i] = " ".join(f"{k}={flats[i].get(k)}" for k in varying) or "default"
     return labels
@@ -253,10 +273,27 @@ def _setting_labels(specs: list[dict]) -> list[str]:
 def _cells_frame(rows: list[dict]) -> pd.DataFrame:
     cells = pd.DataFrame(rows)
     if cells.empty:
-        return pd.DataFrame(columns=["cell_id", "branch", "experiment", "mode", "precision",
-                                     "batch_size", "world_size", "status", "spec"])
-    for name in ("batch_size", "world_size", "warmup_iterations", "measured_iterations",
-                 "samples", "seed"):
+        return pd.DataFrame(
+            columns=[
+                "cell_id",
+                "branch",
+                "experiment",
+                "mode",
+                "precision",
+                "batch_size",
+                "world_size",
+                "status",
+                "spec",
+            ]
+        )
+    for name in (
+        "batch_size",
+        "world_size",
+        "warmup_iterations",
+        "measured_iterations",
+        "samples",
+        "seed",
+    ):
         if name in cells:
             cells[name] = cells[name].astype("int64")
     cells["global_batch"] = cells["batch_size"] * cells["world_size"]
@@ -265,9 +302,12 @@ def _cells_frame(rows: list[dict]) -> pd.DataFrame:
     cells["label"] = [
         f"{r.branch or '-'}/{r.experiment}/{r.mode}/b{r.batch_size}/w{r.world_size}/{r.precision}"
         + ("" if r.setting == "default" else f" [{r.setting}]")
-        for r in cells.itertuples()]
-    return cells.sort_values(["branch", "experiment", "mode", "precision", "setting",
-                              "world_size", "batch_size"], kind="stable").reset_index(drop=True)
+        for r in cells.itertuples()
+    ]
+    return cells.sort_values(
+        ["branch", "experiment", "mode", "precision", "setting", "world_size", "batch_size"],
+        kind="stable",
+    ).reset_index(drop=True)
 
 
 def load(path: str | os.PathLike) -> Results:
@@ -278,7 +318,7 @@ def load(path: str | os.PathLike) -> Results:
         version, meta = _read_meta(f, path)
         rows, timing_frames, rank_rows, raw = [], [], [], {}
         cells_group = f.get("cells")
-        for cell_id in (cells_group.keys() if cells_group is not None else []):
+        for cell_id in cells_group.keys() if cells_group is not None else []:
             group = cells_group[cell_id]
             rows.append(_cell_row(cell_id, group))
             frame, raw_timings = _cell_timings(cell_id, group)
@@ -286,8 +326,17 @@ def load(path: str | os.PathLike) -> Results:
                 timing_frames.append(frame)
                 raw[cell_id] = raw_timings
             rank_rows.extend(_rank_rows(cell_id, group))
-    timings = (pd.concat(timing_frames, ignore_index=True) if timing_frames else
-               pd.DataFrame(columns=["cell_id", "rank", "iteration", "phase", "time_s", "warmup"]))
-    return Results(path=path, layout_version=version, meta=meta, cells=_cells_frame(rows),
-                   timings=timings, rank_metrics=pd.DataFrame(rank_rows),
-                   raw=raw)
+    timings = (
+        pd.concat(timing_frames, ignore_index=True)
+        if timing_frames
+        else pd.DataFrame(columns=["cell_id", "rank", "iteration", "phase", "time_s", "warmup"])
+    )
+    return Results(
+        path=path,
+        layout_version=version,
+        meta=meta,
+        cells=_cells_frame(rows),
+        timings=timings,
+        rank_metrics=pd.DataFrame(rank_rows),
+        raw=raw,
+    )

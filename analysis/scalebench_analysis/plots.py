@@ -16,8 +16,14 @@ from .analysis import Analysis  # noqa: E402
 from .quality import busy_times, iteration_samples  # noqa: E402
 
 DPI = 80
-_STYLE = {"axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
-          "axes.spines.right": False, "font.size": 9, "legend.fontsize": 7}
+_STYLE = {
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "font.size": 9,
+    "legend.fontsize": 7,
+}
 
 
 def figure_png(fig) -> bytes:
@@ -36,8 +42,13 @@ def _panels(n: int, width: float = 4.2, height: float = 3.2):
     columns = min(n, 3)
     rows = -(-n // columns)
     with plt.rc_context(_STYLE):
-        fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows),
-                                 squeeze=False, layout="constrained")
+        fig, axes = plt.subplots(
+            rows,
+            columns,
+            figsize=(width * columns, height * rows),
+            squeeze=False,
+            layout="constrained",
+        )
     for ax in axes.ravel()[n:]:
         fig.delaxes(ax)
     return fig, axes.ravel()[:n]
@@ -53,24 +64,45 @@ def throughput_vs_batch(analysis: Analysis):
     with plt.rc_context(_STYLE):
         fig, axes = _panels(len(keys))
         for ax, key in zip(axes, keys):
-            panel = points[(points.experiment == key[0]) & (points["mode"] == key[1])
-                           & (points.world_size == key[2])]
+            panel = points[
+                (points.experiment == key[0])
+                & (points["mode"] == key[1])
+                & (points.world_size == key[2])
+            ]
             for i, (_, line) in enumerate(panel.groupby(["branch", "precision", "setting"])):
                 ok = line[line.status == "ok"]
                 color = f"C{i % 10}"
-                ax.plot(ok.batch_size, ok.throughput_samples_per_s, "-", color=color,
-                        label=_series_name(line.iloc[0]))
+                ax.plot(
+                    ok.batch_size,
+                    ok.throughput_samples_per_s,
+                    "-",
+                    color=color,
+                    label=_series_name(line.iloc[0]),
+                )
                 for trusted, face in ((True, color), (False, "white")):
                     sel = ok[ok.trusted == trusted]
-                    ax.plot(sel.batch_size, sel.throughput_samples_per_s, "o", color=color,
-                            markerfacecolor=face)
+                    ax.plot(
+                        sel.batch_size,
+                        sel.throughput_samples_per_s,
+                        "o",
+                        color=color,
+                        markerfacecolor=face,
+                    )
                 oom = line[line.status == "oom"]
                 if not oom.empty:
-                    ax.plot(oom.batch_size, np.zeros(len(oom)), "x", color=color, markersize=9,
-                            clip_on=False)
+                    ax.plot(
+                        oom.batch_size,
+                        np.zeros(len(oom)),
+                        "x",
+                        color=color,
+                        markersize=9,
+                        clip_on=False,
+                    )
             ax.set_xscale("log", base=2)
-            ax.set_xticks(sorted(panel.batch_size.unique()),
-                          [str(b) for b in sorted(panel.batch_size.unique())])
+            ax.set_xticks(
+                sorted(panel.batch_size.unique()),
+                [str(b) for b in sorted(panel.batch_size.unique())],
+            )
             ax.minorticks_off()
             ax.set_ylim(0, 1.1 * float(panel.throughput_samples_per_s.max()))
             ax.set_title(f"{key[0]} · {key[1]} · {key[2]} worker(s)")
@@ -87,9 +119,10 @@ def scaling_efficiency(analysis: Analysis):
         return None
     with plt.rc_context(_STYLE):
         fig, axes = _panels(2, width=5.0)
-        specs = (("weak_efficiency", "batch_size", "weak scaling (fixed per-rank batch b)", "b"),
-                 ("strong_efficiency", "global_batch", "strong scaling (fixed global batch G)",
-                  "G"))
+        specs = (
+            ("weak_efficiency", "batch_size", "weak scaling (fixed per-rank batch b)", "b"),
+            ("strong_efficiency", "global_batch", "strong scaling (fixed global batch G)", "G"),
+        )
         for ax, (column, curve, title, letter) in zip(axes, specs):
             data = scale[np.isfinite(scale[column].astype(float))]
             worlds = sorted(scale.world_size.unique())
@@ -99,8 +132,13 @@ def scaling_efficiency(analysis: Analysis):
                 if len(line) < 2:
                     continue
                 line = line.sort_values("world_size")
-                ax.plot(line.world_size, line[column], "o-", color=f"C{i % 10}",
-                        label=f"{key[0] or '-'} {key[1]} {key[2]} {key[3]} {letter}={key[5]}")
+                ax.plot(
+                    line.world_size,
+                    line[column],
+                    "o-",
+                    color=f"C{i % 10}",
+                    label=f"{key[0] or '-'} {key[1]} {key[2]} {key[3]} {letter}={key[5]}",
+                )
             ax.set_xticks(worlds)
             ax.set_ylim(0, max(1.15, float(np.nanmax(data[column])) * 1.05 if len(data) else 1.15))
             ax.set_title(title)
@@ -115,8 +153,11 @@ def _phase_columns(analysis: Analysis, cells: pd.DataFrame, total: str) -> list[
     order = []
     for cell_id in cells.cell_id:
         order += [p for p in analysis.results.phases(cell_id) if p not in order]
-    present = [c.removeprefix("phase_median_s_") for c in cells.columns
-               if c.startswith("phase_median_s_") and cells[c].notna().any()]
+    present = [
+        c.removeprefix("phase_median_s_")
+        for c in cells.columns
+        if c.startswith("phase_median_s_") and cells[c].notna().any()
+    ]
     ordered = [p for p in order if p in present] + sorted(set(present) - set(order))
     return [f"phase_median_s_{p}" for p in ordered if p != total]
 
@@ -131,19 +172,33 @@ def phase_breakdown(analysis: Analysis):
         return None
     heights = [max(2.0, 0.28 * (cells["mode"] == m).sum() + 1.0) for m in modes]
     with plt.rc_context(_STYLE):
-        fig, axes = plt.subplots(len(modes), 1, figsize=(9, sum(heights)), squeeze=False,
-                                 gridspec_kw={"height_ratios": heights}, layout="constrained")
+        fig, axes = plt.subplots(
+            len(modes),
+            1,
+            figsize=(9, sum(heights)),
+            squeeze=False,
+            gridspec_kw={"height_ratios": heights},
+            layout="constrained",
+        )
         for ax, mode in zip(axes.ravel(), modes):
             part = cells[cells["mode"] == mode].iloc[::-1]
             columns = _phase_columns(analysis, part, "step" if mode == "train" else "batch")
             left = np.zeros(len(part))
             for i, column in enumerate(columns):
                 values = part[column].fillna(0).to_numpy() * 1e3
-                ax.barh(part.label, values, left=left, color=f"C{i % 10}",
-                        label=column.removeprefix("phase_median_s_"))
+                ax.barh(
+                    part.label,
+                    values,
+                    left=left,
+                    color=f"C{i % 10}",
+                    label=column.removeprefix("phase_median_s_"),
+                )
                 left += values
-            ax.set_xlabel("median time per iteration (ms), rank mean" if mode == "train"
-                          else "median time per batch (ms), rank mean")
+            ax.set_xlabel(
+                "median time per iteration (ms), rank mean"
+                if mode == "train"
+                else "median time per batch (ms), rank mean"
+            )
             ax.set_title(f"{mode}: phase breakdown")
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
             ax.tick_params(axis="y", labelsize=7)
@@ -169,11 +224,12 @@ def rank_heatmap(analysis: Analysis):
     width = max(len(r) for r in rows)
     grid = np.full((len(rows), width), np.nan)
     for i, series in enumerate(rows):
-        grid[i, :len(series)] = series
+        grid[i, : len(series)] = series
     with plt.rc_context(_STYLE):
         fig, ax = plt.subplots(figsize=(9, 1.0 + 0.22 * len(rows)), layout="constrained")
-        image = ax.imshow(grid, aspect="auto", cmap="RdBu_r", vmin=0.7, vmax=1.3,
-                          interpolation="nearest")
+        image = ax.imshow(
+            grid, aspect="auto", cmap="RdBu_r", vmin=0.7, vmax=1.3, interpolation="nearest"
+        )
         ax.set_yticks(range(len(labels)), labels, fontsize=7)
         ax.set_xlabel("measured iteration")
         ax.set_title("per-rank busy time / cell median (red: slower)")
@@ -197,9 +253,14 @@ def latency_cdf(analysis: Analysis):
                 samples = np.sort(iteration_samples(results, cell.cell_id, mode)) * 1e3
                 if samples.size == 0:
                     continue
-                ax.step(samples, np.arange(1, samples.size + 1) / samples.size, where="post",
-                        color=f"C{i % 10}", linewidth=1,
-                        label=cell.label if i < 12 else None)
+                ax.step(
+                    samples,
+                    np.arange(1, samples.size + 1) / samples.size,
+                    where="post",
+                    color=f"C{i % 10}",
+                    linewidth=1,
+                    label=cell.label if i < 12 else None,
+                )
             ax.set_xlabel("step time (ms)" if mode == "train" else "batch latency (ms)")
             ax.set_ylabel("fraction of iterations")
             ax.set_title(f"{mode}: latency CDF")

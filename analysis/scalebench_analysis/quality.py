@@ -90,8 +90,12 @@ def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> di
     drift = drift_of(iteration_series(results, cell.cell_id, cell["mode"]))
     row = {"cell_id": cell.cell_id, "count": count, "cv": cv, "drift": drift}
     if count is None or pd.isna(count):
-        return {**row, "count": 0, "trusted": False,
-                "untrusted_because": "no summary in the results file"}
+        return {
+            **row,
+            "count": 0,
+            "trusted": False,
+            "untrusted_because": "no summary in the results file",
+        }
     reasons = []
     if not _flag(cell, "valid_enough_iterations"):
         reasons.append(f"only {int(count)} samples (< {int(cell['min_valid_iterations'])})")
@@ -104,8 +108,12 @@ def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> di
         reasons.append(f"warm-up drift {drift:+.1%} (|drift| > {options.max_drift:.0%})")
     if not _flag(cell, "valid_replicas_in_sync"):
         reasons.append("replicas out of sync (param_checksum differs)")
-    return {**row, "count": int(count), "trusted": not reasons,
-            "untrusted_because": "; ".join(reasons)}
+    return {
+        **row,
+        "count": int(count),
+        "trusted": not reasons,
+        "untrusted_because": "; ".join(reasons),
+    }
 
 
 def trust_table(results: Results, options: QualityOptions = QualityOptions()) -> pd.DataFrame:
@@ -136,15 +144,34 @@ def straggler_table(results: Results, options: QualityOptions = QualityOptions()
             continue
         medians = np.array([np.nanmedian(r) if np.isfinite(r).any() else np.nan for r in busy])
         hosts = results.rank_metrics
-        hosts = hosts[hosts.cell_id == cell.cell_id].set_index("rank")["host"] \
-            if "host" in hosts else pd.Series(dtype=object)
+        hosts = (
+            hosts[hosts.cell_id == cell.cell_id].set_index("rank")["host"]
+            if "host" in hosts
+            else pd.Series(dtype=object)
+        )
         for rank, median in enumerate(medians):
             others = np.nanmedian(np.delete(medians, rank))
             excess = median / others - 1.0
-            rows.append({"cell_id": cell.cell_id, "label": cell.label, "rank": rank,
-                         "host": hosts.get(rank, ""), "median_busy_s": median,
-                         "others_median_busy_s": others, "excess": excess,
-                         "straggler": bool(excess > options.straggler_threshold)})
-    columns = ["cell_id", "label", "rank", "host", "median_busy_s", "others_median_busy_s",
-               "excess", "straggler"]
+            rows.append(
+                {
+                    "cell_id": cell.cell_id,
+                    "label": cell.label,
+                    "rank": rank,
+                    "host": hosts.get(rank, ""),
+                    "median_busy_s": median,
+                    "others_median_busy_s": others,
+                    "excess": excess,
+                    "straggler": bool(excess > options.straggler_threshold),
+                }
+            )
+    columns = [
+        "cell_id",
+        "label",
+        "rank",
+        "host",
+        "median_busy_s",
+        "others_median_busy_s",
+        "excess",
+        "straggler",
+    ]
     return pd.DataFrame(rows, columns=columns)

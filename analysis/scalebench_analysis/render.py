@@ -11,17 +11,37 @@ import pandas as pd
 from .analysis import Analysis
 
 TITLES = {
-    "overview": "Run", "cells": "Cells", "scaling": "Scaling (weak: fixed per-rank batch; "
-    "strong: fixed global batch; 1.0 = ideal)", "batch": "Batch size",
-    "stragglers": "Straggler ranks", "speedup": "Speedup against the baseline",
+    "overview": "Run",
+    "cells": "Cells",
+    "scaling": "Scaling (weak: fixed per-rank batch; strong: fixed global batch; 1.0 = ideal)",
+    "batch": "Batch size",
+    "stragglers": "Straggler ranks",
+    "speedup": "Speedup against the baseline",
     "speedup_vs_file": "Speedup against the baseline file",
     "regressions": "Regression gate (ratio = median time new / base; > 1 is slower)",
 }
 #: Columns that only machines need; left out of console and Markdown tables.
-_HIDDEN = {"cell_id", "base_cell_id", "new_cell_id", "baseline_cell_id", "curve", "config",
-           "untrusted_because", "reason", "branch", "experiment", "mode", "precision",
-           "setting", "batch_size", "world_size", "median_base_s", "median_new_s", "host",
-           "others_median_busy_s"}
+_HIDDEN = {
+    "cell_id",
+    "base_cell_id",
+    "new_cell_id",
+    "baseline_cell_id",
+    "curve",
+    "config",
+    "untrusted_because",
+    "reason",
+    "branch",
+    "experiment",
+    "mode",
+    "precision",
+    "setting",
+    "batch_size",
+    "world_size",
+    "median_base_s",
+    "median_new_s",
+    "host",
+    "others_median_busy_s",
+}
 _KEEP_IDENTITY = {"scaling", "batch"}  # these tables have no label column
 _RATIO = ("efficiency", "speedup", "ratio", "ci_low", "ci_high")
 _PERCENT = ("cv", "comm_share")
@@ -55,23 +75,34 @@ def _format_value(column: str, value) -> str:
 
 def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with machine-only columns dropped and every value formatted as text."""
-    hidden = _HIDDEN - ({"branch", "experiment", "mode", "precision", "setting", "batch_size",
-                         "world_size"} if name in _KEEP_IDENTITY else set())
+    hidden = _HIDDEN - (
+        {"branch", "experiment", "mode", "precision", "setting", "batch_size", "world_size"}
+        if name in _KEEP_IDENTITY
+        else set()
+    )
     if name == "stragglers":
         frame = frame[frame.straggler]
     shown = frame[[c for c in frame.columns if c not in hidden]]
-    return pd.DataFrame({c: [_format_value(c, v) for v in shown[c]] for c in shown.columns},
-                        index=range(len(shown)), columns=shown.columns)
+    return pd.DataFrame(
+        {c: [_format_value(c, v) for v in shown[c]] for c in shown.columns},
+        index=range(len(shown)),
+        columns=shown.columns,
+    )
 
 
 def _notes(analysis: Analysis) -> list[str]:
     """Why cells are untrusted or failed: one line each."""
     cells = analysis.sections["cells"]
-    lines = [f"untrusted: {r.label}: {r.untrusted_because}"
-             for r in cells.itertuples() if isinstance(r.untrusted_because, str)
-             and r.untrusted_because]
-    lines += [f"{r.status}: {r.label}: {r.reason}" for r in cells.itertuples()
-              if r.status not in ("ok",) and isinstance(r.reason, str) and r.reason]
+    lines = [
+        f"untrusted: {r.label}: {r.untrusted_because}"
+        for r in cells.itertuples()
+        if isinstance(r.untrusted_because, str) and r.untrusted_because
+    ]
+    lines += [
+        f"{r.status}: {r.label}: {r.reason}"
+        for r in cells.itertuples()
+        if r.status not in ("ok",) and isinstance(r.reason, str) and r.reason
+    ]
     return lines
 
 
@@ -96,8 +127,10 @@ def to_console(analysis: Analysis) -> str:
 
 def markdown_table(frame: pd.DataFrame) -> str:
     """GitHub-flavoured Markdown table of a frame of strings."""
+
     def cell(text):
         return str(text).replace("|", "\\|").replace("\n", " ")
+
     header = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
@@ -122,8 +155,12 @@ def to_json(analysis: Analysis) -> str:
     for name, frame in analysis.sections.items():
         sections[name] = json.loads(frame.to_json(orient="records", double_precision=15))
     meta = {k: v for k, v in analysis.results.meta.items() if k != "matrix_text"}
-    document = {"file": analysis.results.path, "layout_version": analysis.results.layout_version,
-                "meta": meta, "sections": sections}
+    document = {
+        "file": analysis.results.path,
+        "layout_version": analysis.results.layout_version,
+        "meta": meta,
+        "sections": sections,
+    }
     return json.dumps(document, indent=2, default=str)
 
 
@@ -131,6 +168,7 @@ def to_csv(analysis: Analysis, table: str = "cells") -> str:
     """One section as CSV (machine precision, every column)."""
     if table not in analysis.sections:
         from .errors import UsageError
+
         raise UsageError(f"--table {table}: no such table (have: {', '.join(analysis.sections)})")
     return analysis.sections[table].to_csv(index=False)
 

@@ -57,27 +57,47 @@ def scaling_table(results: Results, trust: pd.DataFrame) -> pd.DataFrame:
             weak, weak_defined = _reference(group, "batch_size", cell.batch_size)
             strong, strong_defined = _reference(group, "global_batch", cell.global_batch)
             row = {c: cell[c] for c in GROUP_COLUMNS}
-            row.update(cell_id=cell.cell_id, batch_size=cell.batch_size,
-                       world_size=cell.world_size, global_batch=cell.global_batch,
-                       throughput_samples_per_s=t,
-                       weak_reference_world=weak.world_size,
-                       weak_efficiency=(t / cell.world_size)
-                       / (weak.throughput_samples_per_s / weak.world_size),
-                       strong_reference_world=strong.world_size,
-                       strong_speedup=t / strong.throughput_samples_per_s,
-                       comm_share=comm_share(results, cell.cell_id))
-            row["strong_efficiency"] = (row["strong_speedup"] * strong.world_size
-                                        / cell.world_size)
+            row.update(
+                cell_id=cell.cell_id,
+                batch_size=cell.batch_size,
+                world_size=cell.world_size,
+                global_batch=cell.global_batch,
+                throughput_samples_per_s=t,
+                weak_reference_world=weak.world_size,
+                weak_efficiency=(t / cell.world_size)
+                / (weak.throughput_samples_per_s / weak.world_size),
+                strong_reference_world=strong.world_size,
+                strong_speedup=t / strong.throughput_samples_per_s,
+                comm_share=comm_share(results, cell.cell_id),
+            )
+            row["strong_efficiency"] = row["strong_speedup"] * strong.world_size / cell.world_size
             if not weak_defined:
                 row["weak_efficiency"] = np.nan
             if not strong_defined:
                 row["strong_speedup"] = row["strong_efficiency"] = np.nan
-            row["trusted"] = bool(trusted.get(cell.cell_id, False)
-                                  and trusted.get(weak.cell_id, False)
-                                  and trusted.get(strong.cell_id, False))
+            row["trusted"] = bool(
+                trusted.get(cell.cell_id, False)
+                and trusted.get(weak.cell_id, False)
+                and trusted.get(strong.cell_id, False)
+            )
             rows.append(row)
-    order = ["branch", "experiment", "mode", "precision", "setting", "cell_id", "batch_size",
-             "world_size", "global_batch", "throughput_samples_per_s", "weak_reference_world",
-             "weak_efficiency", "strong_reference_world", "strong_speedup",
-             "strong_efficiency", "comm_share", "trusted"]
+    order = [
+        "branch",
+        "experiment",
+        "mode",
+        "precision",
+        "setting",
+        "cell_id",
+        "batch_size",
+        "world_size",
+        "global_batch",
+        "throughput_samples_per_s",
+        "weak_reference_world",
+        "weak_efficiency",
+        "strong_reference_world",
+        "strong_speedup",
+        "strong_efficiency",
+        "comm_share",
+        "trusted",
+    ]
     return pd.DataFrame(rows)[order]

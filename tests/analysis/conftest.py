@@ -52,10 +52,15 @@ def run_cli(*args: str, check_rc: int | None = None, subprocess_run: bool = Fals
     CompletedProcess. In-process (cli.main) unless `subprocess_run`, which starts
     `python -m scalebench_analysis` (slower: a fresh interpreter imports pandas and scipy)."""
     if subprocess_run:
-        done = subprocess.run([sys.executable, "-m", "scalebench_analysis", *args],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "scalebench_analysis", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     else:
         from scalebench_analysis.cli import main
+
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:

@@ -45,8 +45,16 @@ def cpp_constant(header: str, name: str) -> str:
 LAYOUT_VERSION = cpp_constant("common/results_store.h", "kResultsLayoutVersion")
 TRAIN_PHASES = ["data", "h2d", "forward", "backward", "comm_wait", "optimizer", "step"]
 INFER_PHASES = ["load", "h2d", "forward", "d2h", "batch"]
-RANK_METRICS = ["final_loss", "param_checksum", "model_init_s", "first_iteration_s",
-                "peak_rss_bytes", "parameter_count", "samples", "loop_wall_s"]
+RANK_METRICS = [
+    "final_loss",
+    "param_checksum",
+    "model_init_s",
+    "first_iteration_s",
+    "peak_rss_bytes",
+    "parameter_count",
+    "samples",
+    "loop_wall_s",
+]
 WARMUP = 2
 MEASURED = 20
 
@@ -60,16 +68,30 @@ def fnv1a64(text: str) -> int:
 
 def make_spec(branch, mode, batch, world, precision="fp32", samples=0):
     spec = {
-        "branch": branch, "commit": {"main": "a" * 40, "feature": "b" * 40}[branch],
-        "experiment": "mlp-" + mode, "model": {"zoo": "mlp", "torchscript": ""},
-        "input_shape": [64], "num_classes": 10, "mode": mode,
+        "branch": branch,
+        "commit": {"main": "a" * 40, "feature": "b" * 40}[branch],
+        "experiment": "mlp-" + mode,
+        "model": {"zoo": "mlp", "torchscript": ""},
+        "input_shape": [64],
+        "num_classes": 10,
+        "mode": mode,
         "optimizer": {"name": "sgd", "lr": 0.01, "momentum": 0.0, "weight_decay": 0.0},
         "data": {"kind": "synthetic", "path": "", "inputs": "", "targets": ""},
-        "checkpoint": "", "batch_size": batch, "world_size": world, "precision": precision,
-        "channels_last": False, "tf32": False, "device": "cpu", "backend": "mpi",
-        "bucket_bytes": 25 * 1024 * 1024, "first_bucket_bytes": 1024 * 1024,
-        "warmup_iterations": WARMUP, "measured_iterations": MEASURED, "samples": samples,
-        "seed": 7, "timeout_s": 600.0,
+        "checkpoint": "",
+        "batch_size": batch,
+        "world_size": world,
+        "precision": precision,
+        "channels_last": False,
+        "tf32": False,
+        "device": "cpu",
+        "backend": "mpi",
+        "bucket_bytes": 25 * 1024 * 1024,
+        "first_bucket_bytes": 1024 * 1024,
+        "warmup_iterations": WARMUP,
+        "measured_iterations": MEASURED,
+        "samples": samples,
+        "seed": 7,
+        "timeout_s": 600.0,
     }
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     spec["source"] = "quickstart.yaml:3"
@@ -119,12 +141,15 @@ def infer_timings(rng, batch, world, per_sample_s, sigma=0.03, drift=0.0):
 
 def cpp_thresholds() -> dict:
     """The validity thresholds of common/cell_summary.h, typed as the summary stores them."""
+
     def value(name):
         return cpp_constant("common/cell_summary.h", name)
 
-    return {"min_valid_iterations": np.int64(value("kMinValidIterations")),
-            "max_valid_cv": np.float64(value("kMaxValidCv")),
-            "replica_checksum_rel_tolerance": np.float64(value("kReplicaChecksumRelTolerance"))}
+    return {
+        "min_valid_iterations": np.int64(value("kMinValidIterations")),
+        "max_valid_cv": np.float64(value("kMaxValidCv")),
+        "replica_checksum_rel_tolerance": np.float64(value("kReplicaChecksumRelTolerance")),
+    }
 
 
 def _statistics(values: np.ndarray) -> dict:
@@ -135,20 +160,32 @@ def _statistics(values: np.ndarray) -> dict:
     mean = float(np.mean(values)) if count else nan
     std = float(np.std(values, ddof=1)) if count > 1 else nan
     p = np.percentile(values, [50, 90, 95, 99]) if count else [nan] * 4
-    return {"count": np.int64(count), "mean_s": mean,
-            "median_s": float(np.median(values)) if count else nan, "std_s": std,
-            "min_s": float(values.min()) if count else nan,
-            "max_s": float(values.max()) if count else nan,
-            "p50_s": p[0], "p90_s": p[1], "p95_s": p[2], "p99_s": p[3], "cv": std / mean}
+    return {
+        "count": np.int64(count),
+        "mean_s": mean,
+        "median_s": float(np.median(values)) if count else nan,
+        "std_s": std,
+        "min_s": float(values.min()) if count else nan,
+        "max_s": float(values.max()) if count else nan,
+        "p50_s": p[0],
+        "p90_s": p[1],
+        "p95_s": p[2],
+        "p99_s": p[3],
+        "cv": std / mean,
+    }
 
 
 def _metric(rank_metrics, names, name) -> np.ndarray:
-    return rank_metrics[:, names.index(name)] if name in names else \
-        np.full(rank_metrics.shape[0], np.nan)
+    return (
+        rank_metrics[:, names.index(name)]
+        if name in names
+        else np.full(rank_metrics.shape[0], np.nan)
+    )
 
 
-def summary_of(timings, phases, warmup, mode, batch, world, samples, measured_iterations,
-               rank_metrics, names):
+def summary_of(
+    timings, phases, warmup, mode, batch, world, samples, measured_iterations, rank_metrics, names
+):
     """The `summary` attributes with the names, types and values that
     common/cell_summary.cc + common/results_cells.cc write (schemas/results-layout.md)."""
     measured = timings[:, warmup:, :]
@@ -176,8 +213,9 @@ def summary_of(timings, phases, warmup, mode, batch, world, samples, measured_it
     for i, name in enumerate(phases):
         column = measured[:, :, i]
         rows = np.isfinite(column).any(axis=0)
-        out[f"phase_median_s_{name}"] = (float(np.median(np.nanmean(column[:, rows], axis=0)))
-                                         if rows.any() else float("nan"))
+        out[f"phase_median_s_{name}"] = (
+            float(np.median(np.nanmean(column[:, rows], axis=0))) if rows.any() else float("nan")
+        )
     out["peak_memory_bytes"] = float("nan")
     for name in ("peak_allocated_bytes", "peak_rss_bytes"):
         peak = _metric(rank_metrics, names, name)
@@ -189,12 +227,18 @@ def summary_of(timings, phases, warmup, mode, batch, world, samples, measured_it
     if mode == "train":
         checksums = _metric(rank_metrics, names, "param_checksum")
         scale = np.maximum(np.abs(checksums), abs(checksums[0]))
-        in_sync = bool(np.all(np.isfinite(checksums)) and np.all(
-            np.abs(checksums - checksums[0]) <= thresholds["replica_checksum_rel_tolerance"]
-            * scale))
-    flags = {"valid_enough_iterations": out["count"] >= thresholds["min_valid_iterations"],
-             "valid_cv": bool(out["cv"] <= thresholds["max_valid_cv"]),
-             "valid_replicas_in_sync": in_sync}
+        in_sync = bool(
+            np.all(np.isfinite(checksums))
+            and np.all(
+                np.abs(checksums - checksums[0])
+                <= thresholds["replica_checksum_rel_tolerance"] * scale
+            )
+        )
+    flags = {
+        "valid_enough_iterations": out["count"] >= thresholds["min_valid_iterations"],
+        "valid_cv": bool(out["cv"] <= thresholds["max_valid_cv"]),
+        "valid_replicas_in_sync": in_sync,
+    }
     out.update({k: np.int8(v) for k, v in flags.items()})
     out["valid"] = np.int8(all(flags.values()))
     out.update(thresholds)
@@ -207,10 +251,18 @@ def write_summary(group: h5py.Group) -> None:
     phases = json.loads(group["timings"].attrs["phases"])
     names = json.loads(group["rank_metrics"].attrs["names"])
     a = group.attrs
-    summary = summary_of(timings, phases, int(group["timings"].attrs["warmup_iterations"]),
-                         a["mode"], int(a["batch_size"]), int(a["world_size"]),
-                         int(a["samples"]), int(a["measured_iterations"]),
-                         group["rank_metrics"][()], names)
+    summary = summary_of(
+        timings,
+        phases,
+        int(group["timings"].attrs["warmup_iterations"]),
+        a["mode"],
+        int(a["batch_size"]),
+        int(a["world_size"]),
+        int(a["samples"]),
+        int(a["measured_iterations"]),
+        group["rank_metrics"][()],
+        names,
+    )
     if "summary" in group:
         del group["summary"]
     sub = group.create_group("summary")
@@ -226,8 +278,14 @@ def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
     g.attrs["model"] = spec["model"]["zoo"]
     g.attrs["commit_date"] = "2025-12-31T12:00:00+00:00"
     g.attrs["dirty"] = np.int8(0)
-    for key in ("batch_size", "world_size", "warmup_iterations", "measured_iterations",
-                "samples", "seed"):
+    for key in (
+        "batch_size",
+        "world_size",
+        "warmup_iterations",
+        "measured_iterations",
+        "samples",
+        "seed",
+    ):
         g.attrs[key] = np.int64(spec[key])
     g.attrs["status"] = status
     g.attrs["failed_phase"] = "" if status in ("ok", "skipped", "running") else "forward"
@@ -256,8 +314,9 @@ def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
         metrics[:, 0] = np.nan
     m = g.create_dataset("rank_metrics", data=metrics)
     m.attrs["names"] = json.dumps(RANK_METRICS)
-    g.create_dataset("rank_hosts", data=[f"node{r // 2}" for r in range(world)],
-                     dtype=h5py.string_dtype("utf-8"))
+    g.create_dataset(
+        "rank_hosts", data=[f"node{r // 2}" for r in range(world)], dtype=h5py.string_dtype("utf-8")
+    )
     g.create_dataset("rank_devices", data=["cpu"] * world, dtype=h5py.string_dtype("utf-8"))
     write_summary(g)
 
@@ -267,8 +326,13 @@ def _root_attrs(f, path):
     a["scalebench_layout_version"] = LAYOUT_VERSION
     a["tool_version"], a["tool_commit"], a["tool_dirty"] = "0.1.0", "c" * 40, np.int8(0)
     a["build_type"] = "Release"
-    for lib, ver in (("torch", "2.5.1"), ("cuda", ""), ("nccl", ""), ("mpi", "Open MPI 4.1"),
-                     ("hdf5", "1.14.0")):
+    for lib, ver in (
+        ("torch", "2.5.1"),
+        ("cuda", ""),
+        ("nccl", ""),
+        ("mpi", "Open MPI 4.1"),
+        ("hdf5", "1.14.0"),
+    ):
         a[f"{lib}_version"] = ver
     a["hosts"] = json.dumps(["node0"])
     a["devices"] = json.dumps([{"rank": r, "host": "node0", "device": "cpu"} for r in (1, 2)])
@@ -296,8 +360,14 @@ def write_results(path, seed: int = 20240601) -> str:
                     spec = make_spec(branch, "train", batch, world)
                     noisy = branch == "feature" and batch == 32 and world == 1
                     straggler = 1 if (branch == "main" and batch == 16 and world == 2) else None
-                    t = train_timings(rng, batch, world, per_sample[branch],
-                                      sigma=0.25 if noisy else 0.02, straggler=straggler)
+                    t = train_timings(
+                        rng,
+                        batch,
+                        world,
+                        per_sample[branch],
+                        sigma=0.25 if noisy else 0.02,
+                        straggler=straggler,
+                    )
                     _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED] * world)
                     specs.append(spec)
                     samples = batch * sum(MEASURED - r for r in range(world))
@@ -306,15 +376,21 @@ def write_results(path, seed: int = 20240601) -> str:
                         _write_cell(cells, spec, "failed", rng, reason="forward: shape mismatch")
                         continue
                     drift = 0.3 if (branch == "main" and batch == 16 and world == 1) else 0.0
-                    t, counts = infer_timings(rng, batch, world, per_sample[branch] / 3,
-                                              drift=drift)
+                    t, counts = infer_timings(
+                        rng, batch, world, per_sample[branch] / 3, drift=drift
+                    )
                     _write_cell(cells, spec, "ok", rng, t, counts)
         for batch in (16, 32):
             spec = make_spec("main", "train", batch, 1, precision="bf16")
             t = train_timings(rng, batch, 1, per_sample["main"] / 1.4)
             _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED])
-        _write_cell(cells, make_spec("main", "train", 64, 1), "oom", rng,
-                    reason="CUDA out of memory. Tried to allocate 2.00 GiB")
+        _write_cell(
+            cells,
+            make_spec("main", "train", 64, 1),
+            "oom",
+            rng,
+            reason="CUDA out of memory. Tried to allocate 2.00 GiB",
+        )
         _write_cell(cells, make_spec("feature", "train", 64, 1), "skipped", rng)
     return str(path)
 

@@ -43,7 +43,7 @@ class RawCell:
 
     def phase(self, name: str) -> np.ndarray:
         """(ranks, measured iterations) seconds of one phase."""
-        return self.timings[:, self.warmup:, self.phases.index(name)]
+        return self.timings[:, self.warmup :, self.phases.index(name)]
 
     def samples(self) -> np.ndarray:
         """train: slowest rank's step per measured iteration; infer: every batch time."""
@@ -100,6 +100,7 @@ def read(path) -> RawFile:
                 names = json.loads(_text(group["rank_metrics"].attrs["names"]))
                 values = group["rank_metrics"][()]
                 metrics = {name: values[:, i] for i, name in enumerate(names)}
-            cells[cell_id] = RawCell(cell_id, attrs, json.loads(attrs["spec"]), timings, phases,
-                                     warmup, metrics, summary)
+            cells[cell_id] = RawCell(
+                cell_id, attrs, json.loads(attrs["spec"]), timings, phases, warmup, metrics, summary
+            )
     return RawFile(str(path), root, cells)

@@ -25,8 +25,10 @@ def test_untrusted_cells(results_file, raw, synthetic):
         assert bool(trust.loc[cell.cell_id].trusted) == _trusted(cell), cell.cell_id
     if synthetic:
         labels = set(trust[trust.trusted == False].label)  # noqa: E712
-        assert labels == {"feature/mlp-train/train/b32/w1/fp32",  # noisy
-                          "main/mlp-infer/infer/b16/w1/fp32"}  # warm-up drift
+        assert labels == {
+            "feature/mlp-train/train/b32/w1/fp32",  # noisy
+            "main/mlp-infer/infer/b16/w1/fp32",
+        }  # warm-up drift
 
 
 def _curves(raw):
@@ -46,11 +48,13 @@ def test_best_knee_slo_and_oom(results_file, raw, synthetic, slo_quantile):
     found_oom = False
     for cells in _curves(raw).values():
         first = cells[0]
-        row = table[(table.branch == first.spec["branch"])
-                    & (table.experiment == first.spec["experiment"])
-                    & (table["mode"] == first.mode)
-                    & (table.precision == first.spec["precision"])
-                    & (table.world_size == first.spec["world_size"])]
+        row = table[
+            (table.branch == first.spec["branch"])
+            & (table.experiment == first.spec["experiment"])
+            & (table["mode"] == first.mode)
+            & (table.precision == first.spec["precision"])
+            & (table.world_size == first.spec["world_size"])
+        ]
         if len(row) != 1:  # several settings share these columns: match by batches instead
             continue
         row = row.iloc[0]
@@ -58,11 +62,13 @@ def test_best_knee_slo_and_oom(results_file, raw, synthetic, slo_quantile):
         if good:
             best = max(good, key=lambda c: c.throughput())
             assert row.best_batch == best.spec["batch_size"]
-            near = [c.spec["batch_size"] for c in good
-                    if c.throughput() >= 0.95 * best.throughput()]
+            near = [
+                c.spec["batch_size"] for c in good if c.throughput() >= 0.95 * best.throughput()
+            ]
             assert row.knee_batch == min(near)
-            meeting = [c.spec["batch_size"] for c in good
-                       if np.percentile(c.samples(), 99) * 1e3 <= slo_ms]
+            meeting = [
+                c.spec["batch_size"] for c in good if np.percentile(c.samples(), 99) * 1e3 <= slo_ms
+            ]
             assert (row.slo_batch == max(meeting)) if meeting else np.isnan(row.slo_batch)
         else:
             assert np.isnan(row.best_batch)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import make_results
 import scalebench_analysis as sa
+
+import make_results
 from conftest import run_cli
 
 
@@ -21,8 +22,9 @@ def _victim(raw):
 
 def test_file_against_itself_has_no_regression(results_file, tmp_path):
     out = tmp_path / "self.json"
-    done = run_cli("compare", results_file, results_file, "--format", "json", "-o", str(out),
-                   check_rc=0)
+    done = run_cli(
+        "compare", results_file, results_file, "--format", "json", "-o", str(out), check_rc=0
+    )
     assert done.stderr.startswith("OK")
     rows = json.loads(out.read_text())["sections"]["regressions"]
     assert not [r for r in rows if r["verdict"] in ("regression", "broke", "improvement")]
@@ -33,11 +35,21 @@ def test_file_against_itself_has_no_regression(results_file, tmp_path):
 
 def test_slowdown_of_one_cell_is_reported_and_fails_the_gate(results_file, raw, tmp_path):
     victim = _victim(raw)
-    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id,
-                                           1.10)
+    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id, 1.10)
     out = tmp_path / "slow.json"
-    done = run_cli("compare", results_file, slow, "--threshold", "5%", "--format", "json",
-                   "-o", str(out), check_rc=1, subprocess_run=True)
+    done = run_cli(
+        "compare",
+        results_file,
+        slow,
+        "--threshold",
+        "5%",
+        "--format",
+        "json",
+        "-o",
+        str(out),
+        check_rc=1,
+        subprocess_run=True,
+    )
     assert done.stderr.startswith("REGRESSION: 1 regression")
     rows = json.loads(out.read_text())["sections"]["regressions"]
     flagged = [r for r in rows if r["verdict"] in ("regression", "broke", "improvement")]
@@ -55,8 +67,7 @@ def test_slowdown_of_one_cell_is_reported_and_fails_the_gate(results_file, raw, 
 
 def test_bootstrap_interval_is_seeded(results_file, raw, tmp_path):
     victim = _victim(raw)
-    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id,
-                                           1.10)
+    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id, 1.10)
     options = sa.GateOptions()
     first = sa.regression_table(sa.load(results_file), sa.load(slow), options)
     second = sa.regression_table(sa.load(results_file), sa.load(slow), options)
@@ -65,8 +76,7 @@ def test_bootstrap_interval_is_seeded(results_file, raw, tmp_path):
 
 def test_threshold_above_the_slowdown_passes(results_file, raw, tmp_path):
     victim = _victim(raw)
-    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id,
-                                           1.10)
+    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id, 1.10)
     done = run_cli("compare", results_file, slow, "--threshold", "20%", check_rc=0)
     assert "1 within threshold" in done.stdout
 
@@ -76,10 +86,12 @@ def test_speedup_against_baseline_branch(results_file, raw, synthetic):
     if len(branches) < 2:
         pytest.skip("the results file has a single branch")
     base_branch = sorted(branches)[-1] if not synthetic else "main"
-    table = sa.analyze(results_file, sa.AnalysisOptions(baseline=("branch", base_branch))) \
-        .sections["speedup"]
-    by_key = {c.key("branch", "commit"): c for c in raw.ok_cells()
-              if c.spec["branch"] == base_branch}
+    table = sa.analyze(results_file, sa.AnalysisOptions(baseline=("branch", base_branch))).sections[
+        "speedup"
+    ]
+    by_key = {
+        c.key("branch", "commit"): c for c in raw.ok_cells() if c.spec["branch"] == base_branch
+    }
     expected = {}
     for cell in raw.ok_cells():
         base = by_key.get(cell.key("branch", "commit"))
@@ -93,8 +105,9 @@ def test_speedup_against_baseline_branch(results_file, raw, synthetic):
 def test_speedup_against_a_setting(results_file, raw, synthetic):
     if not synthetic:
         pytest.skip("needs the synthetic file's bf16 cells")
-    table = sa.analyze(results_file, sa.AnalysisOptions(baseline=("precision", "fp32"))) \
-        .sections["speedup"]
+    table = sa.analyze(results_file, sa.AnalysisOptions(baseline=("precision", "fp32"))).sections[
+        "speedup"
+    ]
     assert len(table) == 2
     for row in table.itertuples():
         cell = raw.cells[row.cell_id]

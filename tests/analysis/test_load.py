@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import scalebench_analysis as sa
+
 from conftest import run_cli
 
 
@@ -29,8 +30,9 @@ def test_timings_long_table_matches_raw_values(results_file, raw):
     results = sa.load(results_file)
     timings = results.timings
     assert list(timings.columns) == ["cell_id", "rank", "iteration", "phase", "time_s", "warmup"]
-    expected_rows = sum(int(np.isfinite(c.timings).sum()) for c in raw.cells.values()
-                        if c.timings is not None)
+    expected_rows = sum(
+        int(np.isfinite(c.timings).sum()) for c in raw.cells.values() if c.timings is not None
+    )
     assert len(timings) == expected_rows
     cell = max(raw.ok_cells(), key=lambda c: c.timings.shape[0])
     phase = cell.phases[-1]
@@ -71,9 +73,15 @@ def test_clear_errors_exit_2(kind, tmp_path):
     elif kind == "no_version":
         with h5py.File(path, "w") as f:
             f.create_group("cells")
-    expected = {"missing": "no such file", "not_hdf5": "not an HDF5 file",
-                "no_version": "not a scalebench results file"}[kind]
-    for command in (["analyze", str(path)], ["report", str(path), "-o", str(tmp_path / "r.html")],
-                    ["compare", str(path), str(path)]):
+    expected = {
+        "missing": "no such file",
+        "not_hdf5": "not an HDF5 file",
+        "no_version": "not a scalebench results file",
+    }[kind]
+    for command in (
+        ["analyze", str(path)],
+        ["report", str(path), "-o", str(tmp_path / "r.html")],
+        ["compare", str(path), str(path)],
+    ):
         done = run_cli(*command, check_rc=2)
         assert expected in done.stderr

@@ -28,22 +28,24 @@ def test_csv(results_file, raw, tmp_path):
     assert set(rows) == set(raw.cells)
     for cell in raw.ok_cells():
         assert float(rows[cell.cell_id]["throughput_samples_per_s"]) == pytest.approx(
-            cell.throughput(), rel=1e-9)
-    scaling = run_cli("analyze", results_file, "--format", "csv", "--table", "scaling",
-                      check_rc=0).stdout
+            cell.throughput(), rel=1e-9
+        )
+    scaling = run_cli(
+        "analyze", results_file, "--format", "csv", "--table", "scaling", check_rc=0
+    ).stdout
     assert scaling.splitlines()[0].count("weak_efficiency") == 1
 
 
 def test_json(results_file, raw):
-    document = json.loads(run_cli("analyze", results_file, "--format", "json",
-                                  check_rc=0).stdout)
+    document = json.loads(run_cli("analyze", results_file, "--format", "json", check_rc=0).stdout)
     assert document["layout_version"].startswith("1.")
     sections = document["sections"]
     assert {"overview", "cells", "scaling", "batch", "stragglers"} <= set(sections)
     cells = {r["cell_id"]: r for r in sections["cells"]}
     for cell in raw.ok_cells():
         assert cells[cell.cell_id]["p99_ms"] == pytest.approx(
-            np.percentile(cell.samples(), 99) * 1e3, rel=1e-9)
+            np.percentile(cell.samples(), 99) * 1e3, rel=1e-9
+        )
     for cell in raw.cells.values():
         if not cell.ok:
             assert cells[cell.cell_id]["throughput_samples_per_s"] is None
@@ -75,8 +77,13 @@ def test_html_is_self_contained(html_report):
     assert text.count("data:image/png;base64,") >= 4
     for needle in ("http://", "https://", "<script src", "<link "):
         assert needle not in text
-    for title in ("Throughput against batch size", "Phase breakdown", "Latency distribution",
-                  "Regression gate", "Regression test against the baseline file"):
+    for title in (
+        "Throughput against batch size",
+        "Phase breakdown",
+        "Latency distribution",
+        "Regression gate",
+        "Regression test against the baseline file",
+    ):
         assert title in text
 
 
@@ -85,10 +92,22 @@ def test_html_renders_in_headless_chromium(html_report, tmp_path):
     if chromium is None:
         pytest.skip("chromium is not installed (setup.sh test installs it)")
     from PIL import Image
+
     shot = tmp_path / "out.png"
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                    f"--screenshot={shot}", "--window-size=1280,2000",
-                    f"file://{html_report}"], capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--screenshot={shot}",
+            "--window-size=1280,2000",
+            f"file://{html_report}",
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     image = Image.open(shot).convert("RGB")
     assert image.size == (1280, 2000)
     pixels = np.asarray(image).reshape(-1, 3)

@@ -15,12 +15,14 @@ def _expected(raw):
         same = [c for c in ok if c.key("batch_size", "world_size", "samples") == config]
         b, w = cell.spec["batch_size"], cell.spec["world_size"]
         t = cell.throughput()
-        weak_group = sorted((c for c in same if c.spec["batch_size"] == b),
-                            key=lambda c: c.spec["world_size"])
+        weak_group = sorted(
+            (c for c in same if c.spec["batch_size"] == b), key=lambda c: c.spec["world_size"]
+        )
         g = b * w
-        strong_group = sorted((c for c in same
-                               if c.spec["batch_size"] * c.spec["world_size"] == g),
-                              key=lambda c: c.spec["world_size"])
+        strong_group = sorted(
+            (c for c in same if c.spec["batch_size"] * c.spec["world_size"] == g),
+            key=lambda c: c.spec["world_size"],
+        )
         weak = strong = np.nan
         if len(weak_group) > 1:
             ref = weak_group[0]
@@ -58,10 +60,14 @@ def test_weak_scaling_w1_definition(results_file, raw):
     assert len(rows) > 0
     for row in rows.itertuples():
         cell = raw.cells[row.cell_id]
-        ref = [c for c in raw.ok_cells()
-               if c.key("batch_size", "world_size", "samples")
-               == cell.key("batch_size", "world_size", "samples")
-               and c.spec["batch_size"] == cell.spec["batch_size"] and c.spec["world_size"] == 1]
+        ref = [
+            c
+            for c in raw.ok_cells()
+            if c.key("batch_size", "world_size", "samples")
+            == cell.key("batch_size", "world_size", "samples")
+            and c.spec["batch_size"] == cell.spec["batch_size"]
+            and c.spec["world_size"] == 1
+        ]
         assert len(ref) == 1
         want = cell.throughput() / (row.world_size * ref[0].throughput())
         assert row.weak_efficiency == pytest.approx(want, rel=1e-9)
@@ -84,4 +90,5 @@ def test_throughput_in_summary_matches_raw(results_file, raw):
     cells = sa.load(results_file).cells.set_index("cell_id")
     for cell in raw.ok_cells():
         assert cells.loc[cell.cell_id].throughput_samples_per_s == pytest.approx(
-            cell.throughput(), rel=1e-6)
+            cell.throughput(), rel=1e-6
+        )

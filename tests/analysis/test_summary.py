@@ -8,8 +8,9 @@ import h5py
 import numpy as np
 import pytest
 
-import make_results
 import scalebench_analysis as sa
+
+import make_results
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "results" / "layout_v1.txt"
 THRESHOLDS = ("min_valid_iterations", "max_valid_cv", "replica_checksum_rel_tolerance")
@@ -41,20 +42,23 @@ def _listing(path, renames: dict) -> set:
     with h5py.File(path, "r") as f:
         add("", f)
         f.visititems(add)
-    return {line for line in lines if "<" in line or line.startswith("/ ")
-            or line == "/cells group"}
+    return {
+        line for line in lines if "<" in line or line.startswith("/ ") or line == "/cells group"
+    }
 
 
 def test_synthetic_file_follows_the_cpp_layout_golden(tmp_path):
     """make_results.py writes what the C++ store writes: same objects, names and types."""
     path = make_results.write_results(tmp_path / "synthetic.h5")
     raw_cells = {c.cell_id: c for c in sa.load(path).cells.itertuples()}
-    ok = next(c for c in raw_cells.values()
-              if c.status == "ok" and c.mode == "train" and c.world_size == 2)
+    ok = next(
+        c
+        for c in raw_cells.values()
+        if c.status == "ok" and c.mode == "train" and c.world_size == 2
+    )
     skipped = next(c for c in raw_cells.values() if c.status == "skipped")
     got = _listing(path, {ok.cell_id: "ok-cell", skipped.cell_id: "skipped-cell"})
-    golden = {line for line in GOLDEN.read_text().splitlines()
-              if "<timeout-cell>" not in line}
+    golden = {line for line in GOLDEN.read_text().splitlines() if "<timeout-cell>" not in line}
     assert got == golden
 
 
@@ -71,8 +75,11 @@ def test_summary_matches_the_raw_timings(raw):
         enough = samples.size >= s["min_valid_iterations"]
         quiet = bool(cv <= s["max_valid_cv"])
         in_sync = cell.replicas_in_sync(s["replica_checksum_rel_tolerance"])
-        assert (s["valid_enough_iterations"], s["valid_cv"], s["valid_replicas_in_sync"]) \
-            == (enough, quiet, in_sync), cell.cell_id
+        assert (s["valid_enough_iterations"], s["valid_cv"], s["valid_replicas_in_sync"]) == (
+            enough,
+            quiet,
+            in_sync,
+        ), cell.cell_id
         assert s["valid"] == (enough and quiet and in_sync)
 
 
@@ -104,11 +111,18 @@ def test_count_cv_and_flags_are_read_from_the_file(results_file, tmp_path):
     """Planted values that contradict the timings show up as they are: nothing is
     recomputed from the timings."""
     cell_id = _clean_cell(results_file)
-    planted = _edit_summary(results_file, tmp_path / "planted.h5", cell_id,
-                            count=np.int64(3), cv=np.float64(0.5), max_valid_cv=np.float64(0.25),
-                            min_valid_iterations=np.int64(7),
-                            valid_cv=np.int8(0), valid_enough_iterations=np.int8(0),
-                            valid=np.int8(0))
+    planted = _edit_summary(
+        results_file,
+        tmp_path / "planted.h5",
+        cell_id,
+        count=np.int64(3),
+        cv=np.float64(0.5),
+        max_valid_cv=np.float64(0.25),
+        min_valid_iterations=np.int64(7),
+        valid_cv=np.int8(0),
+        valid_enough_iterations=np.int8(0),
+        valid=np.int8(0),
+    )
     row = sa.analyze(planted).sections["cells"].set_index("cell_id").loc[cell_id]
     assert row["count"] == 3 and row["cv"] == 0.5
     assert not row.trusted
