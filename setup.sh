@@ -2,9 +2,11 @@
 # scalebench setup and entry points. Idempotent: a second run on a ready machine
 # only checks, configures and builds incrementally.
 #
-#   ./setup.sh            install what is missing, build (release preset)
-#   ./setup.sh demo       ... then run the quickstart sweep under mpirun and print its analysis
-#   ./setup.sh test       ... then build the ASan/UBSan preset too and run every test suite
+#   ./setup.sh            install what is missing, build everything of the release preset
+#   ./setup.sh demo       install what is missing, build only the `scalebench` executable,
+#                         run the quickstart sweep under mpirun and print its analysis
+#   ./setup.sh test       install what is missing (and the test-only packages), build
+#                         everything of the release and ASan/UBSan presets, run every suite
 #
 # Environment (all optional):
 #   SCALEBENCH_VENV        virtualenv path (default: <repo>/.venv)
@@ -21,12 +23,13 @@ jobs="${SCALEBENCH_JOBS:-$(nproc)}"
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# Debian packages the build, the tests and the analysis need.
+# Debian packages the build, the tests and the analysis need, and hdf5-tools (h5ls, h5dump)
+# for looking into results files as docs/results-file.md shows.
 debian_packages=(
-  build-essential cmake ninja-build ccache git pkg-config python3-venv python3-pip
+  build-essential cmake ninja-build ccache git python3-venv
   openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
   libboost-log-dev libyaml-cpp-dev nlohmann-json3-dev libvalijson-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy
+  libgtest-dev libgmock-dev clang-format clang-tidy
 )
 # Only the test suite needs these: a real single-node Slurm and a browser for the report test.
 test_packages=(slurm-wlm slurm-wlm-basic-plugins munge chromium fonts-dejavu-core)
@@ -64,14 +67,18 @@ install_venv() {
   echo "$want" > "$stamp"
 }
 
+# configure_and_build <preset> [target...]: every target of the preset when none is named.
 configure_and_build() {
   local preset="$1"
+  shift
   export CCACHE_DIR="${CCACHE_DIR:-$repo/.ccache}"
-  log "configuring + building preset '$preset'"
+  log "configuring + building preset '$preset'${*:+ (targets: $*)}"
   local extra=()
   [[ -n "${Torch_DIR:-}" ]] && extra+=("-DTorch_DIR=$Torch_DIR")
   cmake --preset "$preset" -DSCALEBENCH_PYTHON="$venv/bin/python" "${extra[@]}" >/dev/null
-  cmake --build --preset "$preset" -j "$jobs"
+  local targets=()
+  (($# > 0)) && targets=(--target "$@")
+  cmake --build --preset "$preset" -j "$jobs" "${targets[@]}"
 }
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -86,7 +93,7 @@ case "$action" in
   demo)
     install_debian "${debian_packages[@]}"
     install_venv
-    configure_and_build release
+    configure_and_build release scalebench
     exec bash docs/examples/run_quickstart.sh "$repo/build/release" "$venv/bin/python"
     ;;
   test)
