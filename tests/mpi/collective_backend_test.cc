@@ -96,7 +96,7 @@ TEST(MpiBackend, RejectsNonContiguousAndUnsupported) {
   EXPECT_THROW(backend->allreduce_sum(flags), CellError);
 }
 
-TEST(MpiBackend, StagesCudaTensorsThroughHost) {
+TEST(MpiBackendGpu, StagesCudaTensorsThroughHost) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   auto backend = make_mpi_backend(MPI_COMM_WORLD);
   const int device = backend->rank() % static_cast<int>(torch::cuda::device_count());
@@ -110,7 +110,7 @@ TEST(MpiBackend, StagesCudaTensorsThroughHost) {
 }
 
 #ifdef SCALEBENCH_HAVE_CUDA
-TEST(NcclBackend, SingleRankGroupPerProcess) {
+TEST(NcclBackendGpu, SingleRankGroupPerProcess) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const int device = world_rank() % static_cast<int>(torch::cuda::device_count());
   auto backend = make_nccl_backend(MPI_COMM_SELF, device);
@@ -127,7 +127,7 @@ TEST(NcclBackend, SingleRankGroupPerProcess) {
   EXPECT_THROW(backend->allreduce_sum(tensor), NcclError);
 }
 
-TEST(NcclBackend, WholeWorldWhenEachRankHasAGpu) {
+TEST(NcclBackendGpu, WholeWorldWhenEachRankHasAGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   // Decide together: a skip on one rank and a collective on another would hang.
   int enough = torch::cuda::device_count() >= static_cast<size_t>(world_size()) ? 1 : 0;

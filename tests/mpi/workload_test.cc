@@ -157,19 +157,24 @@ TEST(WorkloadMpi, TimeoutStopsEveryTrainingRankAtTheSameIteration) {
 TEST(WorkloadMpi, UnusableRequestsFailWithAReason) {
   CellSpec cell = training_cell();
   cell.precision = Precision::kFp16;
-  RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
   EXPECT_EQ(result.status, CellStatus::kFailed);
   EXPECT_NE(result.reason.find("bf16"), std::string::npos) << result.reason;
-  if (torch::cuda::is_available()) return;  // the CUDA request below would succeed
-  cell = training_cell();
+}
+
+TEST(WorkloadMpi, CudaRequestWithoutAGpuFailsWithAReason) {
+  if (torch::cuda::is_available()) {
+    GTEST_SKIP() << "a CUDA GPU is present: the request would succeed";
+  }
+  CellSpec cell = training_cell();
   cell.device = Device::kCuda;
-  result = run_cell(cell, MPI_COMM_WORLD);
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
   EXPECT_EQ(result.status, CellStatus::kFailed);
   EXPECT_EQ(result.failed_phase, "device");
   EXPECT_NE(result.reason.find("no CUDA GPU"), std::string::npos) << result.reason;
 }
 
-TEST(WorkloadMpi, GpuTrainingWithNccl) {
+TEST(WorkloadMpiGpu, TrainingWithNccl) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
   if (static_cast<int>(torch::cuda::device_count()) < world_size()) {
     GTEST_SKIP() << "fewer GPUs than ranks";

@@ -64,7 +64,7 @@ TEST(MemoryStats, MetricsOnCpuHaveRssOnly) {
   EXPECT_EQ(metrics.count("peak_allocated_bytes"), 0u);
 }
 
-TEST(MemoryStats, CudaPeaksFollowAllocations) {
+TEST(MemoryStatsGpu, CudaPeaksFollowAllocations) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
   const torch::Device device(torch::kCUDA, 0);
   { auto big = torch::empty({64 << 20}, torch::TensorOptions(torch::kFloat).device(device)); }

@@ -66,7 +66,7 @@ TEST(PhaseTimer, RejectsOutOfRangeMarks) {
   EXPECT_THROW(timer->begin(0), std::out_of_range);
 }
 
-TEST(PhaseTimer, CudaEventsTimeGpuWork) {
+TEST(PhaseTimerGpu, CudaEventsTimeGpuWork) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
   const torch::Device device(torch::kCUDA, 0);
   auto timer = make_phase_timer(device, 2, 2);
