@@ -52,7 +52,7 @@ struct PrepareOutcome {
 class PrepareError : public CellError {
  public:
   explicit PrepareError(PrepareOutcome outcome)
-      : CellError("prepare", outcome.reason), outcome_(std::move(outcome)) {}
+      : CellError(FailurePhase::kPrepare, outcome.reason), outcome_(std::move(outcome)) {}
   [[nodiscard]] const PrepareOutcome& outcome() const { return outcome_; }
 
  private:

@@ -55,19 +55,6 @@ std::map<std::string, ResolvedBranch> checkout_matrix_branches(
   return branches;
 }
 
-void apply_commits(ExpandedMatrix& matrix, const std::map<std::string, std::string>& commits) {
-  for (auto& cell : matrix.cells) {
-    if (cell.branch.empty() && matrix.branches.empty()) continue;
-    const auto it = commits.find(cell.branch);
-    if (it == commits.end()) {
-      throw Error("cell " + cell_label(cell) + ": branch '" + cell.branch +
-                  "' was not resolved to a commit");
-    }
-    cell.commit = it->second;
-    cell = finalize_cell_id(std::move(cell));
-  }
-}
-
 std::map<std::string, std::string> commits_of(
     const std::map<std::string, ResolvedBranch>& branches) {
   std::map<std::string, std::string> commits;

@@ -1,6 +1,6 @@
-// The `repo:` / `branches:` axis of a loaded matrix, resolved on rank 0 before any cell id is
-// used: each ref becomes a commit (and, for `scalebench run`, a worktree), and every cell of
-// that ref gets the commit, which changes its cell_id (see Note [Cell identity]).
+// The `repo:` / `branches:` axis of a loaded matrix, resolved before any cell id is computed:
+// each ref becomes a commit (and, for `scalebench run`, a worktree). resolve_matrix
+// (common/resolved_matrix.h) uses these; see Note [Resolve once].
 //
 // Contract: only rank 0 calls these, one at a time (see common/git_repo.h). Resolution
 // errors (repo missing, a ref that names no commit) throw InputError naming the matrix file
@@ -32,11 +32,6 @@ std::map<std::string, std::string> resolve_matrix_commits(const ExpandedMatrix& 
 /// ResolvedBranch. Empty when the matrix has no repo.
 std::map<std::string, ResolvedBranch> checkout_matrix_branches(
     const ExpandedMatrix& matrix, const std::filesystem::path& work_dir);
-
-/// Pure: sets `commit` of every cell from `commits` (ref -> commit) and recomputes its
-/// cell_id. Throws Error when a cell's branch is missing from `commits` (a bug: every
-/// branch of the matrix is resolved).
-void apply_commits(ExpandedMatrix& matrix, const std::map<std::string, std::string>& commits);
 
 /// ref -> commit of checkout_matrix_branches' result.
 std::map<std::string, std::string> commits_of(

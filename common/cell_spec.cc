@@ -1,10 +1,12 @@
 #include "common/cell_spec.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <utility>
 
 #include "common/error.h"
+#include "common/settings.h"
 
 namespace scalebench {
 namespace {
@@ -47,16 +49,11 @@ T field(const nlohmann::json& json, const char* key) {
   }
 }
 
-template <typename Enum, size_t N>
-Enum enum_field(const nlohmann::json& json, const char* key,
-                const std::array<std::pair<const char*, Enum>, N>& table) {
-  const auto text = field<std::string>(json, key);
-  const auto value = lookup(table, text);
-  if (!value) {
-    throw InputError(std::string("cell spec JSON: field '") + key + "' has unknown value '" + text +
-                     "'");
-  }
-  return *value;
+/// "/optimizer/lr" for json_key "optimizer.lr".
+nlohmann::json::json_pointer json_pointer_of(const SettingDef& setting) {
+  std::string path = "/" + std::string(setting.json_key);
+  std::replace(path.begin(), path.end(), '.', '/');
+  return nlohmann::json::json_pointer(path);
 }
 
 }  // namespace
@@ -89,30 +86,17 @@ nlohmann::json canonical_json(const CellSpec& spec) {
   json["model"] = {{"zoo", spec.model.zoo}, {"torchscript", spec.model.torchscript}};
   json["input_shape"] = spec.input_shape;
   json["num_classes"] = spec.num_classes;
-  json["mode"] = to_string(spec.mode);
-  json["optimizer"] = {{"name", spec.optimizer.name},
-                       {"lr", spec.optimizer.lr},
-                       {"momentum", spec.optimizer.momentum},
-                       {"weight_decay", spec.optimizer.weight_decay}};
   json["data"] = {{"kind", spec.data.kind},
                   {"path", spec.data.path},
                   {"inputs", spec.data.inputs},
                   {"targets", spec.data.targets}};
   json["checkpoint"] = spec.checkpoint;
-  json["batch_size"] = spec.batch_size;
-  json["world_size"] = spec.world_size;
-  json["precision"] = to_string(spec.precision);
-  json["channels_last"] = spec.channels_last;
-  json["tf32"] = spec.tf32;
-  json["device"] = to_string(spec.device);
-  json["backend"] = to_string(spec.backend);
-  json["bucket_bytes"] = spec.bucket_bytes;
-  json["first_bucket_bytes"] = spec.first_bucket_bytes;
-  json["warmup_iterations"] = spec.warmup_iterations;
-  json["measured_iterations"] = spec.measured_iterations;
-  json["samples"] = spec.samples;
-  json["seed"] = spec.seed;
-  json["timeout_s"] = spec.timeout_s;
+  for (const auto& setting : settings_table()) {
+    if (setting.id == IdRule::kNever) continue;
+    const SettingValue value = setting.get(spec);
+    if (setting.id == IdRule::kUnlessDefault && value == default_value(setting)) continue;
+    json[json_pointer_of(setting)] = setting_json(value);
+  }
   return json;
 }
 
@@ -146,32 +130,29 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
   spec.model.torchscript = field<std::string>(model, "torchscript");
   spec.input_shape = field<std::vector<int64_t>>(json, "input_shape");
   spec.num_classes = field<int64_t>(json, "num_classes");
-  spec.mode = enum_field(json, "mode", kModes);
-  const auto optimizer = field<nlohmann::json>(json, "optimizer");
-  spec.optimizer.name = field<std::string>(optimizer, "name");
-  spec.optimizer.lr = field<double>(optimizer, "lr");
-  spec.optimizer.momentum = field<double>(optimizer, "momentum");
-  spec.optimizer.weight_decay = field<double>(optimizer, "weight_decay");
   const auto data = field<nlohmann::json>(json, "data");
   spec.data.kind = field<std::string>(data, "kind");
   spec.data.path = field<std::string>(data, "path");
   spec.data.inputs = field<std::string>(data, "inputs");
   spec.data.targets = field<std::string>(data, "targets");
   spec.checkpoint = field<std::string>(json, "checkpoint");
-  spec.batch_size = field<int64_t>(json, "batch_size");
-  spec.world_size = field<int>(json, "world_size");
-  spec.precision = enum_field(json, "precision", kPrecisions);
-  spec.channels_last = field<bool>(json, "channels_last");
-  spec.tf32 = field<bool>(json, "tf32");
-  spec.device = enum_field(json, "device", kDevices);
-  spec.backend = enum_field(json, "backend", kBackends);
-  spec.bucket_bytes = field<int64_t>(json, "bucket_bytes");
-  spec.first_bucket_bytes = field<int64_t>(json, "first_bucket_bytes");
-  spec.warmup_iterations = field<int>(json, "warmup_iterations");
-  spec.measured_iterations = field<int>(json, "measured_iterations");
-  spec.samples = field<int64_t>(json, "samples");
-  spec.seed = field<uint64_t>(json, "seed");
-  spec.timeout_s = field<double>(json, "timeout_s");
+  for (const auto& setting : settings_table()) {
+    const auto pointer = json_pointer_of(setting);
+    if (!json.contains(pointer)) {
+      // A setting added after the file was written: the file's cell had the default.
+      if (setting.id == IdRule::kAlways) {
+        throw InputError("cell spec JSON: missing field '" + std::string(setting.json_key) + "'");
+      }
+      continue;
+    }
+    const auto value = setting_from_json(setting, json.at(pointer));
+    if (!value) {
+      throw InputError("cell spec JSON: field '" + std::string(setting.json_key) +
+                       "' has a value that is not a valid " + std::string(setting.key) + ": " +
+                       json.at(pointer).dump());
+    }
+    setting.set(spec, *value);
+  }
   spec.source = json.value("source", std::string());
   spec.cell_id = json.value("cell_id", std::string());
   return spec;

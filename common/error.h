@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/cell_outcome.h"
+
 namespace scalebench {
 
 /// Root of the hierarchy. `what()` is the full human-readable message.
@@ -55,14 +57,14 @@ class NcclError : public LibraryError {
   explicit NcclError(const std::string& message) : LibraryError("NCCL", message) {}
 };
 
-/// A failure inside one cell. `phase` is where it happened ("model_init", "forward", ...).
+/// A failure inside one cell. `phase` is where it happened (common/cell_outcome.h).
 class CellError : public Error {
  public:
-  CellError(const std::string& phase, const std::string& message) : Error(message), phase_(phase) {}
-  [[nodiscard]] const std::string& phase() const { return phase_; }
+  CellError(FailurePhase phase, const std::string& message) : Error(message), phase_(phase) {}
+  [[nodiscard]] FailurePhase phase() const { return phase_; }
 
  private:
-  std::string phase_;
+  FailurePhase phase_;
 };
 
 class OutOfMemoryError : public CellError {

@@ -68,7 +68,7 @@ ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::st
       request = read_yaml_matrix(text, file, diagnostics);
     }
   }
-  if (!diagnostics.has_errors()) matrix.cells = expand_matrix(request, limits, diagnostics);
+  if (!diagnostics.has_errors()) matrix.cells = expand_matrix(request, limits, {}, diagnostics);
   const bool has_tree_experiments =
       std::any_of(request.experiments.begin(), request.experiments.end(),
                   [](const ExperimentRequest& e) { return !e.tree_name.empty(); });

@@ -44,11 +44,13 @@ struct ExpandedMatrix {
   PrepareSpec prepare;                ///< top-level `prepare` / `prepare_timeout_s`
   /// Experiments whose own `prepare` or `prepare_timeout_s` replaces the top-level one.
   std::map<std::string, PrepareSpec> experiment_prepare;
-  std::vector<CellSpec> cells;        ///< finalized (cell_id set); `source` = "file:line"
+  /// Finalized (cell_id set); `source` = "file:line". From load_matrix alone the commits
+  /// are empty (the file is only checked); resolve_matrix gives the cells with their commits.
+  std::vector<CellSpec> cells;
   std::vector<std::string> warnings;  ///< non-fatal findings (e.g. exclude rules matching nothing)
   /// `experiments` entries `{experiment: <name>, ...}`, in file order: their file is read
-  /// from each branch's tree, so their cells are in `cells` only once
-  /// resolve_tree_experiments (common/tree_experiments.h) has run (plan, run).
+  /// from each branch's tree, so their cells are in `cells` only once resolve_matrix
+  /// (common/resolved_matrix.h) has read them (plan, submit, run).
   std::vector<std::string> tree_experiments;
   bool tree_experiments_resolved = false;
   /// What the file asked, and the limits it was expanded with (for resolve_tree_experiments).

@@ -9,6 +9,7 @@
 #include "common/matrix_csv.h"
 #include "common/matrix_request.h"
 #include "common/matrix_text.h"
+#include "common/settings.h"
 #include "common/zoo_names.h"
 
 namespace scalebench {
@@ -25,16 +26,18 @@ const std::map<std::string, std::string> kExperimentModels{
     {"im2im/label_free", "unet3d"},
 };
 
-const std::vector<std::string> kSupportedOverrides{"trainer.precision",
-                                                   "trainer.devices",
-                                                   "trainer.num_nodes",
-                                                   "trainer.accelerator",
-                                                   "seed",
-                                                   "data.inputs",
-                                                   "data.targets",
-                                                   "scalebench.model",
-                                                   "scalebench.warmup",
-                                                   "scalebench.timeout_s"};
+/// The overrides a row may carry: Lightning/Hydra keys with a scalebench meaning, and
+/// `scalebench.<key>` for every setting of the settings table that is not an axis (the
+/// axes come from the row's columns and the trainer keys).
+std::vector<std::string> supported_overrides() {
+  std::vector<std::string> keys{
+      "trainer.precision", "trainer.devices", "trainer.num_nodes", "trainer.accelerator", "seed",
+      "data.inputs",       "data.targets",    "scalebench.model"};
+  for (const auto& setting : settings_table()) {
+    if (!setting.axis) keys.push_back("scalebench." + std::string(setting.key));
+  }
+  return keys;
+}
 
 std::string trim(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r\n");
@@ -121,22 +124,20 @@ class RowReader {
     read_experiment(*fields["experiment"], experiment);
     const CsvField& trainer = *fields["trainer"];
     if (const auto device = trainer_device(trim(trainer.value))) {
-      set(experiment.settings.device, *device, trainer, "trainer");
+      put(experiment, "device", to_string(*device), trainer, "trainer");
     } else {
       error(trainer, "trainer",
             "unknown trainer '" + trainer.value + "'; use gpu, cuda, ddp, cpu or auto");
     }
     const auto batch = positive(*fields["batch_size"], "batch_size");
-    if (batch)
-      set(experiment.settings.batch_sizes, std::vector<int64_t>{*batch}, *fields["batch_size"],
-          "batch_size");
+    if (batch) put(experiment, "batch_size", *batch, *fields["batch_size"], "batch_size");
     const Mode mode = inference_ ? Mode::kInfer : Mode::kTrain;
-    experiment.settings.modes.value = std::vector<Mode>{mode};
+    experiment.settings.values["mode"].value = std::vector<SettingValue>{to_string(mode)};
     if (inference_) {
       experiment.checkpoint = trim(fields["checkpoint_path"]->value);
       read_data(*fields["data_path"], experiment);
     } else if (const auto epochs = positive(*fields["max_epochs"], "max_epochs")) {
-      set(experiment.settings.iterations, *epochs, *fields["max_epochs"], "max_epochs");
+      put(experiment, "iterations", *epochs, *fields["max_epochs"], "max_epochs");
     }
     read_overrides(*fields["overrides"], experiment);
     return experiment;
@@ -147,10 +148,11 @@ class RowReader {
     diagnostics_.error({file_, field.line, field.column, column}, message);
   }
 
-  template <typename T>
-  void set(Setting<T>& setting, T value, const CsvField& field, const std::string& column) {
-    setting.value = std::move(value);
-    setting.where = {file_, field.line, field.column, column};
+  /// Writes setting `key` (one value) as if the row's `column` had said it.
+  void put(ExperimentRequest& experiment, const std::string& key, SettingValue value,
+           const CsvField& field, const std::string& column) {
+    experiment.settings.values[key] = {std::vector<SettingValue>{std::move(value)},
+                                       {file_, field.line, field.column, column}};
   }
 
   std::optional<int64_t> positive(const CsvField& field, const std::string& column) {
@@ -207,19 +209,19 @@ class RowReader {
   void read_overrides(const CsvField& field, ExperimentRequest& experiment) {
     std::optional<int64_t> devices;
     std::optional<int64_t> nodes;
+    const std::vector<std::string> supported = supported_overrides();
     for (auto item : split_overrides(field.value)) {
       while (!item.empty() && item[0] == '+') item.erase(0, 1);
       const auto equals = item.find('=');
       const std::string key = item.substr(0, equals);
       const std::string value = equals == std::string::npos ? "" : item.substr(equals + 1);
       if (equals == std::string::npos ||
-          std::find(kSupportedOverrides.begin(), kSupportedOverrides.end(), key) ==
-              kSupportedOverrides.end()) {
-        const auto suggestion = closest_match(key, kSupportedOverrides);
+          std::find(supported.begin(), supported.end(), key) == supported.end()) {
+        const auto suggestion = closest_match(key, supported);
         error(field, "overrides",
               "unsupported override '" + item + "'" +
                   (suggestion.empty() ? "" : " (did you mean '" + suggestion + "'?)") +
-                  "; supported keys: " + join(kSupportedOverrides));
+                  "; supported keys: " + join(supported));
         continue;
       }
       if (!apply_override(key, value, field, experiment, devices, nodes)) {
@@ -229,39 +231,36 @@ class RowReader {
       }
     }
     if (devices || nodes) {
-      set(experiment.settings.world_sizes,
-          std::vector<int64_t>{devices.value_or(1) * nodes.value_or(1)}, field, "overrides");
+      put(experiment, "world_size", devices.value_or(1) * nodes.value_or(1), field, "overrides");
     }
   }
 
   bool apply_override(const std::string& key, const std::string& value, const CsvField& field,
                       ExperimentRequest& experiment, std::optional<int64_t>& devices,
                       std::optional<int64_t>& nodes) {
-    auto& settings = experiment.settings;
     const auto number = to_int(value);
     if (key == "trainer.precision") {
       const auto precision = lightning_precision(value);
-      if (precision)
-        set(settings.precisions, std::vector<Precision>{*precision}, field, "overrides");
+      if (precision) put(experiment, "precision", to_string(*precision), field, "overrides");
       return precision.has_value();
     }
     if (key == "trainer.accelerator") {
       const auto device = trainer_device(value);
-      if (device) set(settings.device, *device, field, "overrides");
+      if (device) put(experiment, "device", to_string(*device), field, "overrides");
       return device.has_value();
     }
-    if (key == "trainer.devices") devices = number;
-    if (key == "trainer.num_nodes") nodes = number;
-    if (key == "seed" && number) set(settings.seed, *number, field, "overrides");
-    if (key == "scalebench.warmup" && number) set(settings.warmup, *number, field, "overrides");
-    if ((key == "trainer.devices" || key == "trainer.num_nodes" || key == "seed" ||
-         key == "scalebench.warmup")) {
-      return number && *number >= (key == "seed" || key == "scalebench.warmup" ? 0 : 1);
+    if (key == "trainer.devices" || key == "trainer.num_nodes") {
+      (key == "trainer.devices" ? devices : nodes) = number;
+      return number && *number >= 1;
     }
-    if (key == "scalebench.timeout_s") {
-      const auto seconds = to_double(value);
-      if (seconds) set(settings.timeout_s, *seconds, field, "overrides");
-      return seconds.has_value();
+    if (key == "seed" && number) put(experiment, "seed", *number, field, "overrides");
+    if (key == "seed") return number && *number >= 0;
+    if (const SettingDef* setting = find_setting(key.substr(key.find('.') + 1));
+        setting && key.starts_with("scalebench.")) {
+      // Parsed as the setting's type here; its range is checked with every other value's.
+      const auto parsed = parse_setting_text(*setting, value);
+      if (parsed) put(experiment, std::string(setting->key), *parsed, field, "overrides");
+      return parsed.has_value();
     }
     if (key == "scalebench.model") {
       experiment.model.zoo = value;

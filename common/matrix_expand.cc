@@ -4,30 +4,41 @@
 #include <set>
 
 #include "common/matrix_request.h"
+#include "common/settings.h"
 #include "common/zoo_names.h"
 
 namespace scalebench {
 namespace {
 
-/// The experiment's value if set, else the matrix default's, else none.
-template <typename T>
-const Setting<T>& pick(const Setting<T>& own, const Setting<T>& fallback) {
-  return own.value ? own : fallback;
+using WrittenSetting = Setting<std::vector<SettingValue>>;
+
+/// The experiment's value of `key` if written, else the matrix default's, else nullptr.
+const WrittenSetting* pick(const SettingsRequest& own, const SettingsRequest& fallback,
+                           const std::string& key) {
+  const auto* written = own.find(key);
+  return written ? written : fallback.find(key);
 }
 
 /// Where a resolved value came from: its own position, or the experiment's entry.
+SourceLocation origin(const WrittenSetting* setting, const SourceLocation& experiment) {
+  return setting && setting->where.line > 0 ? setting->where : experiment;
+}
+
 template <typename T>
 SourceLocation origin(const Setting<T>& setting, const SourceLocation& experiment) {
   return setting.value && setting.where.line > 0 ? setting.where : experiment;
 }
 
+/// One axis of an experiment: its setting and the values it takes, in the written order.
+struct Axis {
+  const SettingDef* setting;
+  std::vector<SettingValue> values;
+};
+
 /// Resolved settings of one experiment (axes + the scalar cell fields).
 struct Resolved {
-  std::vector<int64_t> batch_sizes;
-  std::vector<int64_t> world_sizes;
-  std::vector<Precision> precisions;
-  std::vector<Mode> modes;
-  CellSpec base;  ///< every field but the axes and the branch
+  std::vector<Axis> axes;  ///< in table order: the outermost loop first
+  CellSpec base;           ///< every field but the axes and the branch
 };
 
 class ExperimentResolver {
@@ -41,10 +52,9 @@ class ExperimentResolver {
 
   Resolved resolve() {
     Resolved out;
-    resolve_axes(out);
+    resolve_settings(out);
     resolve_model(out.base);
-    resolve_run_settings(out.base);
-    resolve_optimizer(out.base);
+    check_combinations(out);
     out.base.experiment = experiment_.name;
     out.base.data = experiment_.data;
     out.base.checkpoint = experiment_.checkpoint;
@@ -57,40 +67,65 @@ class ExperimentResolver {
     diagnostics_.error(where, message);
   }
 
-  template <typename T>
-  const Setting<T>& get(Setting<T> SettingsRequest::*member) const {
-    return pick(experiment_.settings.*member, defaults_.*member);
+  [[nodiscard]] const WrittenSetting* get(std::string_view key) const {
+    return pick(experiment_.settings, defaults_, std::string(key));
+  }
+  [[nodiscard]] SourceLocation where(std::string_view key) const {
+    return origin(get(key), experiment_.where);
   }
 
-  void resolve_axes(Resolved& out) {
-    const CellSpec defaults;
-    const auto& batches = get(&SettingsRequest::batch_sizes);
-    if (!batches.value) {
-      error(experiment_.where,
-            "no batch sizes; add sweep.batch_sizes or batch_sizes to the experiment");
-    } else {
-      for (const int64_t batch : *batches.value) {
-        if (batch > kMaxBatchSize) {
-          error(origin(batches, experiment_.where),
-                "batch size " + std::to_string(batch) + " is absurd (above " +
-                    std::to_string(kMaxBatchSize) + " = 1<<20); use a smaller batch size");
+  /// Every row of the settings table: range-checked, then an axis or a field of `base`.
+  void resolve_settings(Resolved& out) {
+    for (const auto& setting : settings_table()) {
+      const WrittenSetting* written = get(setting.key);
+      if (!written) {
+        if (setting.key == "batch_size") {
+          error(experiment_.where,
+                "no batch sizes; add sweep.batch_sizes or batch_sizes to the experiment");
+        } else if (setting.axis) {
+          out.axes.push_back({&setting, {default_value(setting)}});
+        }
+        continue;  // a scalar keeps CellSpec's default
+      }
+      bool in_range = true;
+      for (const auto& value : *written->value) {
+        if (const auto problem = setting_value_problem(setting, value); !problem.empty()) {
+          error(origin(written, experiment_.where), problem);
+          in_range = false;
         }
       }
-      out.batch_sizes = *batches.value;
-    }
-    const auto& worlds = get(&SettingsRequest::world_sizes);
-    out.world_sizes = worlds.value.value_or(std::vector<int64_t>{defaults.world_size});
-    for (const int64_t world : out.world_sizes) {
-      if (world > limits_.max_world_size) {
-        error(origin(worlds, experiment_.where),
-              "world size " + std::to_string(world) + " is above the limit of " +
-                  std::to_string(limits_.max_world_size) +
-                  " workers; use a smaller world size or raise --max-world-size");
+      if (!in_range) continue;
+      if (setting.axis) {
+        out.axes.push_back({&setting, *written->value});
+      } else {
+        setting.set(out.base, written->value->front());
       }
     }
-    out.precisions = get(&SettingsRequest::precisions)
-                         .value.value_or(std::vector<Precision>{defaults.precision});
-    out.modes = get(&SettingsRequest::modes).value.value_or(std::vector<Mode>{defaults.mode});
+  }
+
+  /// Rules between settings, and the machine's limits.
+  void check_combinations(const Resolved& out) {
+    for (const auto& axis : out.axes) {
+      if (axis.setting->key != "world_size") continue;
+      for (const auto& value : axis.values) {
+        const int64_t world = std::get<int64_t>(value);
+        if (world > limits_.max_world_size) {
+          error(where("world_size"),
+                "world size " + std::to_string(world) + " is above the limit of " +
+                    std::to_string(limits_.max_world_size) +
+                    " workers; use a smaller world size or raise --max-world-size");
+        }
+      }
+    }
+    const CellSpec& cell = out.base;
+    if (cell.backend == Backend::kNccl && cell.device == Device::kCpu) {
+      error(where("backend"),
+            "backend nccl needs device cuda (or auto); use backend mpi or auto for CPU cells");
+    }
+    if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
+      error(where("optimizer.momentum"),
+            "momentum applies only to sgd; remove it or use optimizer sgd");
+    }
   }
 
   void resolve_model(CellSpec& cell) {
@@ -140,79 +175,6 @@ class ExperimentResolver {
     }
   }
 
-  void resolve_run_settings(CellSpec& cell) {
-    const auto& warmup = get(&SettingsRequest::warmup);
-    const auto& iterations = get(&SettingsRequest::iterations);
-    const auto& timeout = get(&SettingsRequest::timeout_s);
-    const auto& bucket = get(&SettingsRequest::bucket_bytes);
-    const auto& first_bucket = get(&SettingsRequest::first_bucket_bytes);
-    const auto& device = get(&SettingsRequest::device);
-    const auto& backend = get(&SettingsRequest::backend);
-    if (warmup.value)
-      cell.warmup_iterations = static_cast<int>(std::min(*warmup.value, kMaxIterations + 1));
-    if (iterations.value)
-      cell.measured_iterations = static_cast<int>(std::min(*iterations.value, kMaxIterations + 1));
-    if (const auto& seed = get(&SettingsRequest::seed); seed.value)
-      cell.seed = static_cast<uint64_t>(*seed.value);
-    if (timeout.value) cell.timeout_s = *timeout.value;
-    if (device.value) cell.device = *device.value;
-    if (backend.value) cell.backend = *backend.value;
-    if (bucket.value) cell.bucket_bytes = *bucket.value;
-    if (first_bucket.value) cell.first_bucket_bytes = *first_bucket.value;
-    if (const auto& v = get(&SettingsRequest::channels_last); v.value)
-      cell.channels_last = *v.value;
-    if (const auto& v = get(&SettingsRequest::tf32); v.value) cell.tf32 = *v.value;
-    if (const auto& v = get(&SettingsRequest::samples); v.value) cell.samples = *v.value;
-    const auto& where = experiment_.where;
-    if (cell.warmup_iterations > kMaxIterations) {
-      error(origin(warmup, where), "warmup is absurd (above 1000000); use fewer iterations");
-    }
-    if (cell.measured_iterations > kMaxIterations) {
-      error(origin(iterations, where),
-            "iterations is absurd (above 1000000); use fewer iterations");
-    }
-    if (!(cell.timeout_s > 0)) {
-      error(origin(timeout, where), "timeout_s must be > 0 seconds; use e.g. 600");
-    }
-    for (const auto* setting : {&bucket, &first_bucket}) {
-      if (setting->value && *setting->value > kMaxBucketBytes) {
-        error(origin(*setting, where),
-              "bucket size is absurd (above 64 GiB); use e.g. 26214400 (25 MiB)");
-      }
-    }
-    if (cell.backend == Backend::kNccl && cell.device == Device::kCpu) {
-      error(origin(backend, where),
-            "backend nccl needs device cuda (or auto); use backend mpi or auto for CPU cells");
-    }
-  }
-
-  void resolve_optimizer(CellSpec& cell) {
-    const auto& name = get(&SettingsRequest::optimizer_name);
-    const auto& lr = get(&SettingsRequest::lr);
-    const auto& momentum = get(&SettingsRequest::momentum);
-    if (name.value) cell.optimizer.name = *name.value;
-    if (lr.value) cell.optimizer.lr = *lr.value;
-    if (momentum.value) cell.optimizer.momentum = *momentum.value;
-    if (const auto& v = get(&SettingsRequest::weight_decay); v.value)
-      cell.optimizer.weight_decay = *v.value;
-    const auto& where = experiment_.where;
-    if (cell.optimizer.name != "sgd" && cell.optimizer.name != "adam" &&
-        cell.optimizer.name != "adamw") {
-      error(origin(name, where),
-            "unknown optimizer '" + cell.optimizer.name + "'; use sgd, adam or adamw");
-    }
-    if (!(cell.optimizer.lr > 0) || cell.optimizer.lr > 10) {
-      error(origin(lr, where), "lr must be > 0 and <= 10; use e.g. 0.01");
-    }
-    if (cell.optimizer.momentum >= 1) {
-      error(origin(momentum, where), "momentum must be in [0, 1); use e.g. 0.9");
-    }
-    if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
-      error(origin(momentum, where),
-            "momentum applies only to sgd; remove it or use optimizer sgd");
-    }
-  }
-
   const SettingsRequest& defaults_;
   const ExperimentRequest& experiment_;
   const MatrixLimits& limits_;
@@ -220,11 +182,13 @@ class ExperimentResolver {
 };
 
 bool matches(const ExcludeRule& rule, const CellSpec& cell) {
-  return (!rule.experiment || *rule.experiment == cell.experiment) &&
-         (!rule.branch || *rule.branch == cell.branch) && (!rule.mode || *rule.mode == cell.mode) &&
-         (!rule.batch_size || *rule.batch_size == cell.batch_size) &&
-         (!rule.world_size || *rule.world_size == cell.world_size) &&
-         (!rule.precision || *rule.precision == cell.precision);
+  if (rule.experiment && *rule.experiment != cell.experiment) return false;
+  if (rule.branch && *rule.branch != cell.branch) return false;
+  for (const auto& [key, value] : rule.settings) {
+    const SettingDef* setting = find_setting(key);
+    if (!setting || setting->get(cell) != value) return false;
+  }
+  return true;
 }
 
 /// TorchScript's profiling graph executor profiles the first calls of a module and compiles
@@ -243,34 +207,39 @@ void warn_torchscript_warmup(const CellSpec& base, const SourceLocation& where,
                           std::to_string(kTorchScriptWarmup) + " or more");
 }
 
+/// Appends to `out` one cell per combination of the values of axes[i..] on top of `cell`.
+void cross_axes(const std::vector<Axis>& axes, size_t i, CellSpec& cell,
+                std::vector<CellSpec>& out) {
+  if (i == axes.size()) {
+    out.push_back(cell);
+    return;
+  }
+  for (const auto& value : axes[i].values) {
+    axes[i].setting->set(cell, value);
+    cross_axes(axes, i + 1, cell, out);
+  }
+}
+
 /// Cells of one experiment on one branch, before excludes.
-std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch) {
+std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch,
+                            const std::string& commit) {
+  CellSpec base = resolved.base;
+  base.branch = branch;
+  base.commit = commit;
   std::vector<CellSpec> cells;
+  cross_axes(resolved.axes, 0, base, cells);
   const OptimizerSpec default_optimizer;
-  for (const Mode mode : resolved.modes) {
-    for (const int64_t batch : resolved.batch_sizes) {
-      for (const int64_t world : resolved.world_sizes) {
-        for (const Precision precision : resolved.precisions) {
-          CellSpec cell = resolved.base;
-          cell.branch = branch;
-          cell.mode = mode;
-          cell.batch_size = batch;
-          cell.world_size = static_cast<int>(world);
-          cell.precision = precision;
-          if (mode == Mode::kInfer) {
-            cell.optimizer = default_optimizer;  // unused by inference; keeps ids stable
-            // The effective dataset size is explicit in the cell (and so in the results file):
-            // unset means one measured pass of full batches on every rank.
-            if (cell.samples == 0) {
-              cell.samples = batch * world * cell.measured_iterations;
-            }
-          } else {
-            cell.checkpoint.clear();
-            cell.samples = 0;
-          }
-          cells.push_back(cell);
-        }
+  for (auto& cell : cells) {
+    if (cell.mode == Mode::kInfer) {
+      cell.optimizer = default_optimizer;  // unused by inference; keeps ids stable
+      // The effective dataset size is explicit in the cell (and so in the results file):
+      // unset means one measured pass of full batches on every rank.
+      if (cell.samples == 0) {
+        cell.samples = cell.batch_size * cell.world_size * cell.measured_iterations;
       }
+    } else {
+      cell.checkpoint.clear();
+      cell.samples = 0;
     }
   }
   return cells;
@@ -289,6 +258,7 @@ void check_samples(const CellSpec& cell, const SourceLocation& where, Diagnostic
 }  // namespace
 
 std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLimits& limits,
+                                    const std::map<std::string, std::string>& commits,
                                     Diagnostics& diagnostics) {
   const std::vector<std::string> branches =
       request.branches.empty() ? std::vector<std::string>{""} : request.branches;
@@ -298,17 +268,19 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
   bool has_tree_experiments = false;
   for (const auto& experiment : request.experiments) {
     if (!experiment.tree_name.empty()) {
-      has_tree_experiments = true;  // expanded by resolve_tree_experiments
+      has_tree_experiments = true;  // expanded by resolve_matrix
       continue;
     }
     const Resolved resolved =
         ExperimentResolver(request, experiment, limits, diagnostics).resolve();
     warn_torchscript_warmup(resolved.base, experiment.where, diagnostics);
     const auto samples_where =
-        origin(pick(experiment.settings.samples, request.defaults.samples), experiment.where);
+        origin(pick(experiment.settings, request.defaults, "samples"), experiment.where);
     for (const auto& branch : branches) {
       if (experiment.only_branch && *experiment.only_branch != branch) continue;
-      for (auto& cell : cross(resolved, branch)) {
+      const auto commit = commits.find(branch);
+      for (auto& cell :
+           cross(resolved, branch, commit == commits.end() ? std::string() : commit->second)) {
         bool excluded = false;
         for (size_t r = 0; r < request.excludes.size(); ++r) {
           if (matches(request.excludes[r], cell)) {

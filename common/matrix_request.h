@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 #include "common/cell_spec.h"
 #include "common/diagnostics.h"
 #include "common/matrix.h"
+#include "common/settings.h"
 
 namespace scalebench {
 
@@ -22,14 +24,12 @@ namespace scalebench {
 // A value not given in the file comes, in this order, from the experiment, the matrix's
 // `defaults` (or `sweep` for the axes), and finally CellSpec's member initialisers in
 // common/cell_spec.h, which are the one place scalar defaults live (warmup 2, iterations
-// 10, seed 0, timeout 600 s, fp32, device auto, ...). The axes default to the single
-// value of that CellSpec default (world size 1, fp32, train); batch sizes have no
-// default and must be given.
+// 10, seed 0, timeout 600 s, fp32, device auto, ...; docs/matrix-reference.md lists them
+// from the settings table). The axes default to the single value of that CellSpec
+// default (world size 1, fp32, train); batch sizes have no default and must be given.
 
-/// Absurd-size limits: values above are rejected as typos.
-inline constexpr int64_t kMaxBatchSize = int64_t{1} << 20;
-inline constexpr int64_t kMaxIterations = 1'000'000;
-inline constexpr int64_t kMaxBucketBytes = int64_t{1} << 36;
+/// Absurd-size limit of one input sample: more elements are rejected as a typo. (The
+/// settings' limits are in the settings table, common/settings_table.cc.)
 inline constexpr int64_t kMaxInputElements = int64_t{1} << 31;
 
 /// A value and where it was written (`where.line == 0` when it was not written).
@@ -39,27 +39,17 @@ struct Setting {
   SourceLocation where;
 };
 
-/// Keys allowed in `defaults`/`sweep` and in each experiment.
+/// The settings written in `defaults`/`sweep` or in one experiment, by the key of their
+/// row in the settings table (Note [Settings table]): an axis holds its list, any other
+/// setting one value. A key that is absent was not written.
 struct SettingsRequest {
-  Setting<std::vector<int64_t>> batch_sizes;
-  Setting<std::vector<int64_t>> world_sizes;
-  Setting<std::vector<Precision>> precisions;
-  Setting<std::vector<Mode>> modes;
-  Setting<int64_t> warmup;
-  Setting<int64_t> iterations;
-  Setting<int64_t> seed;
-  Setting<double> timeout_s;
-  Setting<Device> device;
-  Setting<Backend> backend;
-  Setting<int64_t> bucket_bytes;
-  Setting<int64_t> first_bucket_bytes;
-  Setting<bool> channels_last;
-  Setting<bool> tf32;
-  Setting<int64_t> samples;
-  Setting<std::string> optimizer_name;
-  Setting<double> lr;
-  Setting<double> momentum;
-  Setting<double> weight_decay;
+  std::map<std::string, Setting<std::vector<SettingValue>>> values;
+
+  /// The setting `key` if written, else nullptr.
+  [[nodiscard]] const Setting<std::vector<SettingValue>>* find(const std::string& key) const {
+    const auto it = values.find(key);
+    return it == values.end() ? nullptr : &it->second;
+  }
 };
 
 struct ExperimentRequest {
@@ -88,10 +78,7 @@ struct ExcludeRule {
   SourceLocation where;
   std::optional<std::string> experiment;
   std::optional<std::string> branch;
-  std::optional<Mode> mode;
-  std::optional<int64_t> batch_size;
-  std::optional<int64_t> world_size;
-  std::optional<Precision> precision;
+  std::map<std::string, SettingValue> settings;  ///< axis setting key -> value
 };
 
 struct MatrixRequest {
@@ -109,11 +96,14 @@ struct MatrixRequest {
 
 /// Expands `request` into finalized cells (branches x experiments x modes x batch sizes x
 /// world sizes x precisions, minus excludes), checking every semantic rule (models,
-/// shapes, sizes against `limits`, duplicates). Problems go to `diagnostics`; cells are
-/// returned only for what could be resolved. Tree experiments (`tree_name` set) are left
-/// out, and while there are any, an exclude rule matching nothing is not warned about
-/// (resolve_tree_experiments expands them, and checks the rules, per branch).
+/// shapes, sizes against `limits`, duplicates). Each cell's `commit` is its branch's entry
+/// in `commits` (ref -> commit; "" where absent, as when only validating) and is set before
+/// its id is computed, once. Problems go to `diagnostics`; cells are returned only for what
+/// could be resolved. Tree experiments (`tree_name` set) are left out, and while there are
+/// any, an exclude rule matching nothing is not warned about (resolve_matrix expands them,
+/// and checks the rules, once their files are read). Pure.
 std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLimits& limits,
+                                    const std::map<std::string, std::string>& commits,
                                     Diagnostics& diagnostics);
 
 /// Reads a YAML matrix (text already checked for encoding) into a request.

@@ -16,6 +16,7 @@
 #include <valijson/validator.hpp>
 
 #include "common/error.h"
+#include "common/settings.h"
 
 namespace scalebench {
 namespace {
@@ -40,6 +41,7 @@ class SchemaDocuments {
     } catch (const Json::exception& e) {
       throw Error("the JSON Schema " + path.string() + " is not valid JSON: " + e.what());
     }
+    add_settings_to_schema(file, *document);
     return *documents_.emplace(file, std::move(document)).first->second;
   }
 
@@ -361,6 +363,11 @@ SourceLocation location_of(const YAML::Node& node, const std::string& file,
     }
   }
   return where;
+}
+
+nlohmann::json schema_document(const std::string& schema_file) {
+  SchemaDocuments docs;
+  return docs.get(schema_file);
 }
 
 void validate_with_schema(const YAML::Node& document, const std::string& schema_file,

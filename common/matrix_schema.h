@@ -16,6 +16,11 @@ namespace scalebench {
 /// source tree's schemas/ (compiled in).
 std::filesystem::path schema_dir();
 
+/// The complete schema `schema_file` (a file name in schema_dir()) as scalebench checks
+/// with it: the file plus the settings of the settings table (add_settings_to_schema).
+/// Throws Error when the file cannot be read.
+nlohmann::json schema_document(const std::string& schema_file);
+
 /// Validates `document` against `schema_file` (a file name in schema_dir(); "$ref"s to
 /// other files there are resolved). Adds one error per problem to `diagnostics`, at the
 /// offending node, with a message that says what to change. Throws Error when a schema

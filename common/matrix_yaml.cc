@@ -9,6 +9,7 @@
 #include "common/matrix_request.h"
 #include "common/matrix_schema.h"
 #include "common/matrix_text.h"
+#include "common/settings.h"
 #include "common/tree_experiments.h"
 
 namespace scalebench {
@@ -39,6 +40,11 @@ void check_duplicate_keys(const YAML::Node& node, const std::string& path, const
       check_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", file, diagnostics);
     }
   }
+}
+
+template <typename T>
+std::optional<SettingValue> as_value(const std::optional<T>& value) {
+  return value ? std::optional<SettingValue>(SettingValue(*value)) : std::nullopt;
 }
 
 /// Typed reads of schema-checked nodes. The yaml-cpp schema adapter is weakly typed (it
@@ -85,19 +91,44 @@ class Reader {
     return values;
   }
 
-  /// A list of enum names, parsed with `parse`.
-  template <typename Enum, typename Parse>
-  std::optional<std::vector<Enum>> enum_list(const YAML::Node& node, const std::string& path,
-                                             Parse parse) {
-    auto names = list<std::string>(node, path, "names");
-    if (!names) return std::nullopt;
-    std::vector<Enum> values;
-    for (const auto& name : *names) {
-      const auto value = parse(name);
-      if (!value) return std::nullopt;  // the schema's enum already reported it
-      values.push_back(*value);
+  /// One value of `setting` (the schema has checked it; this re-checks the node's kind).
+  std::optional<SettingValue> setting_value(const SettingDef& setting, const YAML::Node& node,
+                                            const std::string& path) {
+    switch (setting.type) {
+      case SettingType::kBool:
+        return as_value(scalar<bool>(node, path, "true or false"));
+      case SettingType::kInt:
+        return as_value(scalar<int64_t>(node, path, "an integer"));
+      case SettingType::kNumber:
+        return as_value(scalar<double>(node, path, "a number"));
+      case SettingType::kName: {
+        const auto text = scalar<std::string>(node, path, "a name");
+        return text ? parse_setting_text(setting, *text) : std::nullopt;  // schema: enum
+      }
     }
-    return values;
+    return std::nullopt;
+  }
+
+  /// Writes the setting at `node` into `out`: a list for an axis's list key, else one value.
+  void setting(const SettingDef& setting, bool as_list, const YAML::Node& node,
+               const std::string& path, SettingsRequest& out) {
+    std::vector<SettingValue> values;
+    if (as_list) {
+      if (!node.IsSequence()) {
+        diagnostics_.error(where(node, path), "expected a list, got " + describe_node(node));
+        return;
+      }
+      for (size_t i = 0; i < node.size(); ++i) {
+        auto value = setting_value(setting, node[i], path + "[" + std::to_string(i) + "]");
+        if (!value) return;
+        values.push_back(std::move(*value));
+      }
+    } else {
+      auto value = setting_value(setting, node, path);
+      if (!value) return;
+      values.push_back(std::move(*value));
+    }
+    out.values[std::string(setting.key)] = {std::move(values), where(node, path)};
   }
 
   template <typename T>
@@ -120,52 +151,18 @@ void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRe
     const std::string key = entry.first.Scalar();
     const YAML::Node& node = entry.second;
     const std::string at = child_path(path, key);
-    if (key == "batch_sizes") set(out.batch_sizes, list<int64_t>(node, at, "integers"), node, at);
-    if (key == "world_sizes") set(out.world_sizes, list<int64_t>(node, at, "integers"), node, at);
-    if (key == "precisions")
-      set(out.precisions, enum_list<Precision>(node, at, parse_precision), node, at);
-    if (key == "modes") set(out.modes, enum_list<Mode>(node, at, parse_mode), node, at);
-    if (key == "mode") {
-      const auto mode = scalar<std::string>(node, at, "train or infer");
-      if (mode && parse_mode(*mode))
-        set(out.modes, std::optional(std::vector{*parse_mode(*mode)}), node, at);
-    }
-    if (key == "warmup") set(out.warmup, scalar<int64_t>(node, at, "an integer"), node, at);
-    if (key == "iterations") set(out.iterations, scalar<int64_t>(node, at, "an integer"), node, at);
-    if (key == "seed") set(out.seed, scalar<int64_t>(node, at, "an integer"), node, at);
-    if (key == "timeout_s") set(out.timeout_s, scalar<double>(node, at, "a number"), node, at);
-    if (key == "device") {
-      if (const auto text = scalar<std::string>(node, at, "a device"))
-        set(out.device, parse_device(*text), node, at);
-    }
-    if (key == "backend") {
-      if (const auto text = scalar<std::string>(node, at, "a backend"))
-        set(out.backend, parse_backend(*text), node, at);
-    }
-    if (key == "bucket_bytes")
-      set(out.bucket_bytes, scalar<int64_t>(node, at, "an integer"), node, at);
-    if (key == "first_bucket_bytes")
-      set(out.first_bucket_bytes, scalar<int64_t>(node, at, "an integer"), node, at);
-    if (key == "channels_last")
-      set(out.channels_last, scalar<bool>(node, at, "true or false"), node, at);
-    if (key == "tf32") set(out.tf32, scalar<bool>(node, at, "true or false"), node, at);
-    if (key == "samples") set(out.samples, scalar<int64_t>(node, at, "an integer"), node, at);
-    if (key == "optimizer" && node.IsMap()) {
+    if (key == "optimizer" && node.IsMap()) {  // optimizer.<field> settings, nested
       for (const auto& field : node) {
-        const std::string name = field.first.Scalar();
-        const std::string field_at = child_path(at, name);
-        if (name == "name")
-          set(out.optimizer_name, scalar<std::string>(field.second, field_at, "sgd, adam or adamw"),
-              field.second, field_at);
-        if (name == "lr")
-          set(out.lr, scalar<double>(field.second, field_at, "a number"), field.second, field_at);
-        if (name == "momentum")
-          set(out.momentum, scalar<double>(field.second, field_at, "a number"), field.second,
-              field_at);
-        if (name == "weight_decay")
-          set(out.weight_decay, scalar<double>(field.second, field_at, "a number"), field.second,
-              field_at);
+        const std::string name = "optimizer." + field.first.Scalar();
+        if (const auto* def = find_setting(name)) {
+          setting(*def, false, field.second, child_path(at, field.first.Scalar()), out);
+        }
       }
+      continue;
+    }
+    if (const auto* def = find_setting(key, true)) {
+      // An axis is a list under its list key ("modes"); its single key ("mode") is one value.
+      setting(*def, def->axis && key == def->list_key, node, at, out);
     }
   }
 }
@@ -276,27 +273,22 @@ ExperimentRequest read_tree_entry(const YAML::Node& node, const std::string& pat
   return experiment;
 }
 
-template <typename T, typename Parse>
-std::optional<T> parsed(const YAML::Node& node, Parse parse) {
-  return node && node.IsScalar() ? parse(node.Scalar()) : std::nullopt;
-}
-
 ExcludeRule read_exclude(const YAML::Node& node, const std::string& path, Reader& reader) {
   ExcludeRule rule;
   rule.where = reader.where(node, path);
-  if (node["experiment"])
-    rule.experiment =
-        reader.scalar<std::string>(node["experiment"], path + ".experiment", "a name");
-  if (node["branch"])
-    rule.branch = reader.scalar<std::string>(node["branch"], path + ".branch", "a branch");
-  rule.mode = parsed<Mode>(node["mode"], parse_mode);
-  rule.precision = parsed<Precision>(node["precision"], parse_precision);
-  if (node["batch_size"])
-    rule.batch_size =
-        reader.scalar<int64_t>(node["batch_size"], path + ".batch_size", "an integer");
-  if (node["world_size"])
-    rule.world_size =
-        reader.scalar<int64_t>(node["world_size"], path + ".world_size", "an integer");
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const std::string at = path + "." + key;
+    if (key == "experiment") {
+      rule.experiment = reader.scalar<std::string>(entry.second, at, "a name");
+    } else if (key == "branch") {
+      rule.branch = reader.scalar<std::string>(entry.second, at, "a branch");
+    } else if (const auto* def = find_setting(key)) {
+      if (auto value = reader.setting_value(*def, entry.second, at)) {
+        rule.settings[key] = std::move(*value);
+      }
+    }
+  }
   return rule;
 }
 

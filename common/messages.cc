@@ -9,16 +9,6 @@
 namespace scalebench {
 namespace {
 
-constexpr std::array<std::pair<const char*, CellStatus>, 7> kStatuses{{
-    {"ok", CellStatus::kOk},
-    {"failed", CellStatus::kFailed},
-    {"oom", CellStatus::kOom},
-    {"timeout", CellStatus::kTimeout},
-    {"running", CellStatus::kRunning},
-    {"skipped", CellStatus::kSkipped},
-    {"interrupted", CellStatus::kInterrupted},
-}};
-
 nlohmann::json parse_msgpack(const std::vector<uint8_t>& bytes, const char* what) {
   try {
     return nlohmann::json::from_msgpack(bytes);
@@ -37,20 +27,6 @@ auto decode(const char* what, Fn&& fn) {
 }
 
 }  // namespace
-
-std::string to_string(CellStatus status) {
-  for (const auto& [name, value] : kStatuses) {
-    if (value == status) return name;
-  }
-  return "?";
-}
-
-std::optional<CellStatus> parse_cell_status(const std::string& text) {
-  for (const auto& [name, value] : kStatuses) {
-    if (text == name) return value;
-  }
-  return std::nullopt;
-}
 
 std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
                                       const std::string& relative) {
@@ -93,7 +69,8 @@ std::vector<uint8_t> serialize(const RankResult& result) {
                             {"host", result.host},
                             {"device", result.device},
                             {"status", to_string(result.status)},
-                            {"failed_phase", result.failed_phase},
+                            {"failed_phase", to_string(result.failed_phase)},
+                            {"fatal", result.fatal},
                             {"reason", result.reason},
                             {"phases", result.phases},
                             {"warmup_iterations", result.warmup_iterations},
@@ -140,7 +117,13 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     const auto status = parse_cell_status(status_text);
     if (!status) throw InputError("malformed result message: unknown status '" + status_text + "'");
     result.status = *status;
-    result.failed_phase = json.at("failed_phase").get<std::string>();
+    const auto phase_text = json.at("failed_phase").get<std::string>();
+    const auto phase = parse_failure_phase(phase_text);
+    if (!phase) {
+      throw InputError("malformed result message: unknown failed_phase '" + phase_text + "'");
+    }
+    result.failed_phase = *phase;
+    result.fatal = json.at("fatal").get<bool>();
     result.reason = json.at("reason").get<std::string>();
     result.phases = json.at("phases").get<std::vector<std::string>>();
     result.warmup_iterations = json.at("warmup_iterations").get<int>();

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cell_outcome.h"
 #include "common/cell_spec.h"
 
 namespace scalebench {
@@ -23,11 +24,6 @@ enum class Tag : int {
   kShutdown = 102,  ///< rank 0 -> worker: empty payload, leave the worker loop
   kHello = 103,     ///< worker -> rank 0: WorkerHello, once at start
 };
-
-/// Outcome of a cell (or of one rank's share of it). Stored as lowercase text.
-enum class CellStatus { kOk, kFailed, kOom, kTimeout, kRunning, kSkipped, kInterrupted };
-std::string to_string(CellStatus status);
-std::optional<CellStatus> parse_cell_status(const std::string& text);
 
 /// Sent by each worker once: where it runs, so rank 0 can form groups on one node.
 struct WorkerHello {
@@ -76,8 +72,11 @@ struct RankResult {
   std::string host;
   std::string device;
   CellStatus status = CellStatus::kOk;
-  std::string failed_phase;
+  FailurePhase failed_phase = FailurePhase::kNone;
   std::string reason;
+  /// The rank hit a FatalError: the group is unusable, rank 0 records the cell and ends the
+  /// job (Note [Orchestrator protocol]).
+  bool fatal = false;
   std::vector<std::string> phases;
   int warmup_iterations = 0;
   std::vector<double> timings_s;
@@ -98,7 +97,7 @@ std::vector<uint8_t> serialize(const WorkerHello& hello);
 std::vector<uint8_t> serialize(const Assignment& assignment);
 std::vector<uint8_t> serialize(const RankResult& result);
 /// Largest serialized message (one MPI_Send of MPI_BYTE counts in int); larger TorchScript
-/// artifacts are refused by rank 0 with CellError("inputs").
+/// artifacts are refused by rank 0 with CellError(FailurePhase::kInputs).
 inline constexpr size_t kMaxMessageBytes = 2147483647 - 4096;
 
 /// Throw InputError on malformed bytes (a version skew between ranks, a truncated message).

@@ -112,10 +112,10 @@ void drop_results(hid_t cell_group) {
   }
 }
 
-void write_status(hid_t cell_group, CellStatus status, const std::string& phase,
+void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,
                   const std::string& reason) {
   h5::write_string_attribute(cell_group, "status", to_string(status));
-  h5::write_string_attribute(cell_group, "failed_phase", phase);
+  h5::write_string_attribute(cell_group, "failed_phase", to_string(phase));
   h5::write_string_attribute(cell_group, "reason", reason);
 }
 

@@ -28,7 +28,7 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 void drop_results(hid_t cell_group);
 
 /// Writes `status`, `failed_phase`, `reason`.
-void write_status(hid_t cell_group, CellStatus status, const std::string& phase,
+void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,
                   const std::string& reason);
 
 /// Writes `timings`, `rank_metrics`, `rank_hosts`, `rank_devices` of `ranks` (group order).

@@ -245,7 +245,7 @@ void ResultsStore::mark_running(const CellSpec& cell, const std::vector<int>& ra
   mutate([&](hid_t file) {
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
-    results::write_status(group, CellStatus::kRunning, "", "");
+    results::write_status(group, CellStatus::kRunning, FailurePhase::kNone, "");
     h5::write_string_attribute(group, "started_at", iso8601_utc_now());
     h5::write_string_attribute(group, "finished_at", "");
     h5::write_string_attribute(group, "ranks", nlohmann::json(ranks).dump());
@@ -256,7 +256,7 @@ void ResultsStore::mark_skipped(const CellSpec& cell, const std::string& reason)
   mutate([&](hid_t file) {
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
-    results::write_status(group, CellStatus::kSkipped, "", reason);
+    results::write_status(group, CellStatus::kSkipped, FailurePhase::kNone, reason);
     h5::write_string_attribute(group, "started_at", "");
     h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
     h5::write_string_attribute(group, "ranks", "[]");
@@ -270,23 +270,16 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
                 "finish_cell_without_results for a cell without results");
   }
   const CellSummary summary = summarize_cell(cell, ranks);
-  const RankResult* first_failed = nullptr;
+  const CellOutcome outcome = cell_outcome(ranks);
   std::vector<int> world_ranks;
-  for (const auto& r : ranks) {
-    world_ranks.push_back(r.world_rank);
-    if (first_failed == nullptr && r.status != CellStatus::kOk) first_failed = &r;
-  }
+  world_ranks.reserve(ranks.size());
+  for (const auto& r : ranks) world_ranks.push_back(r.world_rank);
   mutate([&](hid_t file) {
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_rank_datasets(group, cell, ranks);
     results::write_summary(group, summary);
-    if (first_failed == nullptr) {
-      results::write_status(group, CellStatus::kOk, "", "");
-    } else {
-      results::write_status(group, first_failed->status, first_failed->failed_phase,
-                            first_failed->reason);
-    }
+    results::write_status(group, outcome.status, outcome.failed_phase, outcome.reason);
     results::write_string_if_absent(group, "started_at", "");
     h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
     h5::write_string_attribute(group, "ranks", nlohmann::json(world_ranks).dump());
@@ -294,8 +287,7 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
 }
 
 void ResultsStore::finish_cell_without_results(const CellSpec& cell, CellStatus status,
-                                               const std::string& phase,
-                                               const std::string& reason) {
+                                               FailurePhase phase, const std::string& reason) {
   mutate([&](hid_t file) {
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);

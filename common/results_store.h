@@ -108,8 +108,8 @@ class ResultsStore {
 
   /// A cell that ended without results (timeout seen by rank 0, interrupted): status,
   /// failed_phase, reason and finished_at only; earlier datasets of the cell are dropped.
-  void finish_cell_without_results(const CellSpec& cell, CellStatus status,
-                                   const std::string& phase, const std::string& reason);
+  void finish_cell_without_results(const CellSpec& cell, CellStatus status, FailurePhase phase,
+                                   const std::string& reason);
 
   /// Commit id -> CommitInfo, written as the `commit_date` and `dirty` attributes of every
   /// cell whose `commit` is a key (cells of other commits get "" and 0). Call before the

@@ -41,25 +41,7 @@ void overlay(Setting<T>& out, const Setting<T>& over) {
 
 /// The settings written on the matrix entry replace the file's.
 void overlay_settings(SettingsRequest& out, const SettingsRequest& over) {
-  overlay(out.batch_sizes, over.batch_sizes);
-  overlay(out.world_sizes, over.world_sizes);
-  overlay(out.precisions, over.precisions);
-  overlay(out.modes, over.modes);
-  overlay(out.warmup, over.warmup);
-  overlay(out.iterations, over.iterations);
-  overlay(out.seed, over.seed);
-  overlay(out.timeout_s, over.timeout_s);
-  overlay(out.device, over.device);
-  overlay(out.backend, over.backend);
-  overlay(out.bucket_bytes, over.bucket_bytes);
-  overlay(out.first_bucket_bytes, over.first_bucket_bytes);
-  overlay(out.channels_last, over.channels_last);
-  overlay(out.tf32, over.tf32);
-  overlay(out.samples, over.samples);
-  overlay(out.optimizer_name, over.optimizer_name);
-  overlay(out.lr, over.lr);
-  overlay(out.momentum, over.momentum);
-  overlay(out.weight_decay, over.weight_decay);
+  for (const auto& [key, setting] : over.values) out.values[key] = setting;
 }
 
 /// The file's experiment with the entry's keys written over it, for `branch` only.
@@ -140,7 +122,7 @@ std::optional<ExperimentRequest> read_tree_experiment(
   alone.branches = request.branches;
   alone.defaults = request.defaults;
   alone.experiments.push_back(merged);
-  expand_matrix(alone, limits, diagnostics);
+  expand_matrix(alone, limits, {}, diagnostics);
   problems.add(diagnostics);
   if (diagnostics.has_errors()) return std::nullopt;
   return merged;
@@ -218,13 +200,14 @@ std::string tree_experiment_path(const std::string& name) {
   return std::string(kTreeExperimentDir) + "/" + name + ".yaml";
 }
 
-std::vector<std::string> resolve_tree_experiments(
-    ExpandedMatrix& matrix, const std::map<std::string, std::string>& commits_by_ref) {
-  if (matrix.tree_experiments.empty()) return {};
+MatrixRequest resolve_tree_experiments(const ExpandedMatrix& matrix,
+                                       const std::map<std::string, std::string>& commits_by_ref,
+                                       std::map<std::string, PrepareSpec>& tree_prepare) {
   if (!matrix.request) {
-    throw Error(matrix.path.string() + ": the matrix has tree experiments but no request");
+    throw Error(matrix.path.string() + ": the matrix has no request to resolve");
   }
   const MatrixRequest& request = *matrix.request;
+  if (matrix.tree_experiments.empty()) return request;
   const std::filesystem::path repo = matrix_repo_path(matrix);
   MatrixRequest resolved = request;
   resolved.experiments.clear();
@@ -248,29 +231,10 @@ std::vector<std::string> resolve_tree_experiments(
   problems.throw_if_any();
   Diagnostics diagnostics;
   check_names(resolved, diagnostics);
-  std::map<std::string, PrepareSpec> tree_prepare;
   collect_prepare(matrix, resolved, tree_prepare, diagnostics);
   problems.add(diagnostics);
   problems.throw_if_any();
-  std::vector<CellSpec> cells = expand_matrix(resolved, matrix.limits, diagnostics);
-  if (!diagnostics.has_errors() && cells.empty()) {
-    diagnostics.error({request.file, 0, 0, ""},
-                      "the matrix expands to no cells; check the exclude rules");
-  }
-  problems.add(diagnostics);
-  problems.throw_if_any();
-  matrix.cells = std::move(cells);
-  apply_commits(matrix, commits_by_ref);
-  for (auto& [name, step] : tree_prepare) matrix.experiment_prepare[name] = std::move(step);
-  matrix.tree_experiments_resolved = true;
-  std::vector<std::string> added;
-  for (const auto& warning : diagnostics.warning_lines()) {
-    if (std::find(matrix.warnings.begin(), matrix.warnings.end(), warning) != matrix.warnings.end())
-      continue;
-    matrix.warnings.push_back(warning);
-    added.push_back(warning);
-  }
-  return added;
+  return resolved;
 }
 
 }  // namespace scalebench

@@ -7,9 +7,10 @@
 //
 // Contract: `load_matrix` runs no git; it checks the entries (name, overrides, repo/branches)
 // and leaves their cells out (ExpandedMatrix::tree_experiments lists them). Once the refs are
-// resolved to commits (rank 0, `plan` and `run`), resolve_tree_experiments reads the files
-// with read-only git (`git show <commit>:<path>`, no worktree) and expands the whole matrix
-// again. Problems throw MatrixError (an InputError: exit status 2) listing all of them, with
+// resolved to commits, resolve_matrix (common/resolved_matrix.h; plan, submit and run) has
+// resolve_tree_experiments read the files with read-only git (`git show <commit>:<path>`,
+// no worktree) and then expands the whole matrix once. Problems throw MatrixError (an InputError:
+// exit status 2) listing all of them, with
 // "<ref>:configs/experiment/<name>.yaml:line:column" for problems inside a file; nothing has
 // run when it does. See docs/matrix-reference.md#experiments-from-the-branch-tree.
 #pragma once
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "common/matrix.h"
+#include "common/matrix_request.h"
 
 namespace scalebench {
 
@@ -33,18 +35,16 @@ std::string tree_experiment_name_problem(const std::string& name);
 /// "configs/experiment/<name>.yaml".
 std::string tree_experiment_path(const std::string& name);
 
-/// Reads every tree experiment's file at each branch's commit (`commits_by_ref`: ref ->
-/// full commit id, as resolve_matrix_commits or commits_of return it) and re-expands
-/// `matrix` from its request: `cells` becomes every cell (inline experiments as before, then
-/// each tree experiment per branch, in file order and branch order), excludes, limits and
-/// duplicate checks applied, each cell's `commit` set and its id finalized (as
-/// apply_commits does; calling it before or after apply_commits gives the same cells).
-/// Tree experiments' prepare steps go to `experiment_prepare`. Appends the warnings found
-/// now (exclude rules that match no cell) to `matrix.warnings` and returns them. Does
-/// nothing and returns {} when the matrix has no tree experiments. Throws MatrixError
-/// listing every problem; Error when a branch is missing from `commits_by_ref` (a bug);
-/// GitError when git fails for a reason other than the input.
-std::vector<std::string> resolve_tree_experiments(
-    ExpandedMatrix& matrix, const std::map<std::string, std::string>& commits_by_ref);
+/// `matrix`'s request with each tree experiment entry replaced by one experiment per branch,
+/// read from configs/experiment/<name>.yaml at that branch's commit (`commits_by_ref`: ref ->
+/// full commit id) and merged with the entry's overrides, in file order and branch order.
+/// Each merged experiment has passed the semantic checks of expansion on its own; the
+/// caller (resolve_matrix) expands the result once. Tree experiments' prepare steps go to
+/// `tree_prepare`. Returns the request unchanged when it has no tree experiments. Throws
+/// MatrixError listing every problem; Error when a branch is missing from `commits_by_ref`
+/// (a bug); GitError when git fails for a reason other than the input.
+MatrixRequest resolve_tree_experiments(const ExpandedMatrix& matrix,
+                                       const std::map<std::string, std::string>& commits_by_ref,
+                                       std::map<std::string, PrepareSpec>& tree_prepare);
 
 }  // namespace scalebench

@@ -15,7 +15,7 @@ std::string where_text(const CellSpec& cell, const std::filesystem::path& tree) 
                                    ", worktree " + tree.string() + ")";
 }
 
-/// Throws CellError("inputs") unless `path` is a regular file.
+/// Throws CellError(FailurePhase::kInputs) unless `path` is a regular file.
 void require_file(const std::filesystem::path& path, const std::string& key,
                   const std::string& written, const CellSpec& cell,
                   const std::filesystem::path& tree) {
@@ -24,7 +24,7 @@ void require_file(const std::filesystem::path& path, const std::string& key,
   std::string problem =
       std::filesystem::exists(path, error) ? "is not a regular file" : "does not exist";
   throw CellError(
-      "inputs",
+      FailurePhase::kInputs,
       key + " '" + written + "' of " + where_text(cell, tree) + ": " + path.string() + " " +
           problem +
           (cell.branch.empty() ? "; paths are relative to the matrix file's folder"
@@ -72,15 +72,16 @@ std::string CellInputs::read_artifact(const std::filesystem::path& path, const C
   const auto mtime = std::filesystem::last_write_time(path, error);
   if (size_error) error = size_error;
   if (error) {
-    throw CellError("inputs",
+    throw CellError(FailurePhase::kInputs,
                     "cannot stat TorchScript file " + path.string() + ": " + error.message());
   }
   // The assignment's other fields are small; leave them a generous margin.
   if (size > kMaxMessageBytes - (1 << 20)) {
-    throw CellError("inputs", "TorchScript file " + path.string() + " has " + std::to_string(size) +
-                                  " bytes; scalebench sends a model in one MPI message of at "
-                                  "most 2 GiB: export a smaller model or keep its weights in a "
-                                  "checkpoint (inference cells)");
+    throw CellError(FailurePhase::kInputs,
+                    "TorchScript file " + path.string() + " has " + std::to_string(size) +
+                        " bytes; scalebench sends a model in one MPI message of at "
+                        "most 2 GiB: export a smaller model or keep its weights in a "
+                        "checkpoint (inference cells)");
   }
   if (cached_ && cached_->path == path && cached_->size == size && cached_->mtime == mtime) {
     return cached_->bytes;
@@ -88,11 +89,11 @@ std::string CellInputs::read_artifact(const std::filesystem::path& path, const C
   std::ifstream in(path, std::ios::binary);
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (!in.good() && !in.eof()) {
-    throw CellError("inputs", "cannot read TorchScript file " + path.string() + " for cell " +
-                                  cell_label(cell));
+    throw CellError(FailurePhase::kInputs, "cannot read TorchScript file " + path.string() +
+                                               " for cell " + cell_label(cell));
   }
   if (bytes.size() != size) {
-    throw CellError("inputs",
+    throw CellError(FailurePhase::kInputs,
                     "TorchScript file " + path.string() +
                         " changed while it was read; is a prepare step still writing it?");
   }

@@ -33,7 +33,7 @@ class CellInputs {
 
   /// Sets assignment.tree; for a TorchScript cell reads the module into
   /// assignment.artifact. Checks that the cell's data file and checkpoint are regular
-  /// files. Throws CellError("inputs") for a missing, unreadable or oversized file.
+  /// files. Throws CellError(FailurePhase::kInputs) for a missing, unreadable or oversized file.
   void attach(const CellSpec& cell, Assignment& assignment);
 
  private:

@@ -16,6 +16,7 @@ int run_cli(int argc, char** argv, const WorkerFactory& worker) {
   app.require_subcommand(1);
   int exit_status = kExitOk;
   add_validate_command(app, exit_status);
+  add_schema_command(app, exit_status);
   add_plan_command(app, exit_status);
   add_submit_command(app, exit_status);
   add_run_command(app, exit_status, worker, std::vector<std::string>(argv, argv + argc));

@@ -1,7 +1,7 @@
 // The scalebench front door (CLI11): parses argv and dispatches to a command.
 #pragma once
 
-#include "orchestrator/run_options.h"
+#include "protocol/worker_factory.h"
 
 namespace scalebench {
 

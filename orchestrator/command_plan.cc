@@ -6,9 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/branch_resolution.h"
-#include "common/matrix.h"
-#include "common/tree_experiments.h"
+#include "common/resolved_matrix.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/matrix_arguments.h"
 
@@ -61,17 +59,16 @@ void add_plan_command(CLI::App& app, int& exit_status) {
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
   command->callback([options, &exit_status] {
-    ExpandedMatrix matrix = load_matrix(options->matrix.matrix_path, options->matrix.limits());
-    const auto commits = resolve_matrix_commits(matrix);  // read-only git
-    apply_commits(matrix, commits);                       // ids as `run` has them
-    resolve_tree_experiments(matrix, commits);            // adds its warnings to matrix.warnings
-    for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
+    // Read-only git: the ids are the ones `run` gives the same cells.
+    const ResolvedMatrix matrix = resolve_matrix(
+        options->matrix.matrix_path, {.limits = options->matrix.limits(), .work_dir = {}});
+    for (const auto& warning : matrix.warnings()) std::cerr << warning << "\n";
     if (options->format == "json") {
       nlohmann::json cells = nlohmann::json::array();
-      for (const auto& cell : matrix.cells) cells.push_back(to_json(cell));
+      for (const auto& cell : matrix.cells()) cells.push_back(to_json(cell));
       std::cout << cells.dump(2) << "\n";
     } else {
-      print_table(matrix.cells, std::cout);
+      print_table(matrix.cells(), std::cout);
     }
     exit_status = kExitOk;
   });

@@ -16,10 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "common/branch_resolution.h"
 #include "common/error.h"
-#include "common/matrix.h"
-#include "common/tree_experiments.h"
+#include "common/resolved_matrix.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/submit_script.h"
 
@@ -195,12 +193,10 @@ void submit(SubmitArgs& args, int& exit_status) {
   const SubmitLayout layout = submit_layout(o);
   // Reject a bad matrix now rather than after the job waited in the queue: refs that name
   // no commit and experiment files of the branch trees (read-only git) included.
-  ExpandedMatrix matrix =
-      load_matrix(o.matrix_path, MatrixLimits{.max_world_size = o.nodes * layout.workers_per_node});
-  const auto commits = resolve_matrix_commits(matrix);
-  apply_commits(matrix, commits);
-  resolve_tree_experiments(matrix, commits);
-  for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
+  const ResolvedMatrix matrix = resolve_matrix(
+      o.matrix_path,
+      {.limits = {.max_world_size = o.nodes * layout.workers_per_node}, .work_dir = {}});
+  for (const auto& warning : matrix.warnings()) std::cerr << warning << "\n";
   const std::string script = render_batch_script(o);
   if (args.dry_run) {
     std::cout << script;

@@ -1,9 +1,11 @@
 // `scalebench validate <matrix>`: load, check and expand a matrix; run nothing.
+// `scalebench schema matrix|experiment`: the complete JSON Schema it checks against.
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "common/matrix.h"
+#include "common/matrix_schema.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/matrix_arguments.h"
 
@@ -18,6 +20,21 @@ void add_validate_command(CLI::App& app, int& exit_status) {
     const ExpandedMatrix matrix = load_matrix(options->matrix_path, options->limits());
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
     std::cout << options->matrix_path << ": OK, " << summarize(matrix) << "\n";
+    exit_status = kExitOk;
+  });
+}
+
+void add_schema_command(CLI::App& app, int& exit_status) {
+  auto* command = app.add_subcommand(
+      "schema",
+      "Print the complete JSON Schema of matrix or experiment files (the schemas/ file with "
+      "the settings of the settings table), e.g. for an editor");
+  auto which = std::make_shared<std::string>("matrix");
+  command->add_option("which", *which, "matrix or experiment")
+      ->check(CLI::IsMember({"matrix", "experiment"}))
+      ->capture_default_str();
+  command->callback([which, &exit_status] {
+    std::cout << schema_document(*which + ".schema.json").dump(2) << "\n";
     exit_status = kExitOk;
   });
 }

@@ -1,25 +1,19 @@
 // Registration of the `scalebench` subcommands. Each add_*_command lives in its own
 // command_*.cc, adds its subcommand to `app` and, when the subcommand runs, stores the
-// process exit status in `exit_status`. Exit statuses (docs/user-guide.md#exit-status):
-//   0 all ok · 1 some cells failed / regression found · 2 bad input · 3 interrupted,
-//   resumable · 4 infrastructure failure.
+// process exit status in `exit_status`, one of common/exit_status.h.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
+#include "common/exit_status.h"
+#include "protocol/worker_factory.h"
+
 namespace scalebench {
 
-struct WorkerFactory;  // orchestrator/run_options.h
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitCellsFailed = 1;
-inline constexpr int kExitBadInput = 2;
-inline constexpr int kExitInterrupted = 3;
-inline constexpr int kExitInfrastructure = 4;
-
 void add_validate_command(CLI::App& app, int& exit_status);
+void add_schema_command(CLI::App& app, int& exit_status);
 void add_plan_command(CLI::App& app, int& exit_status);
 void add_submit_command(CLI::App& app, int& exit_status);
 /// `run`: `worker` makes each worker rank's CellRunner; `argv` is recorded as provenance.

@@ -12,19 +12,9 @@
 #include "common/mpi_comm.h"
 #include "orchestrator/progress.h"
 #include "orchestrator/scheduler.h"
-#include "orchestrator/signals.h"
+#include "protocol/signals.h"
 
 namespace scalebench {
-
-CellOutcome cell_outcome(const std::vector<RankResult>& results) {
-  for (const auto& result : results) {
-    if (result.status != CellStatus::kOk) {
-      return {result.status, result.failed_phase,
-              "rank " + std::to_string(result.world_rank) + ": " + result.reason};
-    }
-  }
-  return {};
-}
 
 bool should_run_on_resume(std::optional<CellStatus> stored, bool retry_failed) {
   if (!stored) return true;
@@ -176,14 +166,14 @@ class Loop {
     if (signals > 1 && !running_.empty()) {
       for (auto& [id, running] : running_) {
         sink_.finish_without_results(
-            *running.cell, CellStatus::kInterrupted, "",
+            *running.cell, CellStatus::kInterrupted, FailurePhase::kInterrupted,
             "stopped by signal " + std::to_string(StopSignalHandler::last_signal()));
         ++outcome_.counts[CellStatus::kInterrupted];
       }
       outcome_.abort_message =
           "second stop signal: running cells recorded as interrupted; "
           "rerun with --resume to finish them";
-      outcome_.abort_status = 3;
+      outcome_.abort_status = kExitInterrupted;
     }
   }
 
@@ -220,7 +210,7 @@ class Loop {
       options_.attach_inputs(cell, assignment);
       return true;
     } catch (const CellError& error) {
-      SB_LOG(warning) << cell_label(cell) << " failed in phase '" << error.phase()
+      SB_LOG(warning) << cell_label(cell) << " failed in phase '" << to_string(error.phase())
                       << "': " << error.what();
       sink_.finish_without_results(cell, CellStatus::kFailed, error.phase(), error.what());
       finished(cell, CellStatus::kFailed);
@@ -245,7 +235,7 @@ class Loop {
     }
     result.world_rank = message.source;
     result.group_rank = static_cast<int>(slot - running.members.begin());
-    if (result.metrics.contains("fatal")) {
+    if (result.fatal) {
       const std::string reason = "rank " + std::to_string(message.source) + ": " + result.reason;
       sink_.finish_without_results(*running.cell, CellStatus::kFailed, result.failed_phase, reason);
       ++outcome_.counts[CellStatus::kFailed];
@@ -269,7 +259,8 @@ class Loop {
       sink_.complete(*running.cell, results);
     } else {
       SB_LOG(warning) << cell_label(*running.cell) << " " << to_string(cell_result.status)
-                      << " in phase '" << cell_result.failed_phase << "': " << cell_result.reason;
+                      << " in phase '" << to_string(cell_result.failed_phase)
+                      << "': " << cell_result.reason;
       sink_.finish_without_results(*running.cell, cell_result.status, cell_result.failed_phase,
                                    cell_result.reason);
     }
@@ -291,7 +282,8 @@ class Loop {
           "no result within timeout_s=" + std::to_string(running.cell->timeout_s) +
           " (+ watchdog grace " + std::to_string(options_.watchdog_grace_s) + " s) from ranks " +
           join_ranks(silent);
-      sink_.finish_without_results(*running.cell, CellStatus::kTimeout, "", reason);
+      sink_.finish_without_results(*running.cell, CellStatus::kTimeout, FailurePhase::kWatchdog,
+                                   reason);
       ++outcome_.counts[CellStatus::kTimeout];
       outcome_.abort_message = "cell " + cell_label(*running.cell) + " [" + id +
                                "] timed out: " + reason +

@@ -26,7 +26,7 @@
 // signal flag (Note [Stop signals]) and the per-cell watchdog. A cell with no complete
 // result `timeout_s + watchdog_grace_s` after dispatch is recorded as `timeout`
 // (flushed) and the job ends (MPI_Abort, status 4): a hung collective on the CPU/MPI
-// path cannot be cancelled. A RankResult with metric `fatal` (FatalError on a worker)
+// path cannot be cancelled. A RankResult with `fatal` set (FatalError on a worker)
 // records the cell as failed and ends the job the same way.
 #pragma once
 
@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/cell_spec.h"
+#include "common/exit_status.h"
 #include "common/messages.h"
 #include "orchestrator/run_options.h"
 
@@ -53,19 +54,9 @@ class ResultSink {
   /// the ranks' statuses (see cell_outcome).
   virtual void complete(const CellSpec& cell, const std::vector<RankResult>& results) = 0;
   /// No (complete) results: timeout seen by the watchdog, interrupted, fatal.
-  virtual void finish_without_results(const CellSpec& cell, CellStatus status,
-                                      const std::string& phase, const std::string& reason) = 0;
+  virtual void finish_without_results(const CellSpec& cell, CellStatus status, FailurePhase phase,
+                                      const std::string& reason) = 0;
 };
-
-/// A cell's status, phase and reason from its ranks' results: ok when every rank is ok;
-/// else the first non-ok rank in group-rank order, its reason prefixed by "rank <world
-/// rank>: ". Pure.
-struct CellOutcome {
-  CellStatus status = CellStatus::kOk;
-  std::string failed_phase;
-  std::string reason;
-};
-CellOutcome cell_outcome(const std::vector<RankResult>& results);
 
 /// What a resume does with a cell whose stored status is `stored` (nullopt: not in the
 /// file): true = run it. ok: no; failed/oom/timeout: only with retry_failed;
@@ -100,7 +91,7 @@ struct OrchestratorOutcome {
   /// Set when the job must end now with MPI_Abort (watchdog timeout, fatal worker error,
   /// second stop signal): workers may be stuck in a collective and cannot be shut down.
   std::optional<std::string> abort_message;
-  int abort_status = 4;
+  int abort_status = kExitInfrastructure;
 };
 
 /// Rank 0's loop: runs `cells` on `workers` per Note [Orchestrator protocol], recording

@@ -56,7 +56,8 @@ PrepareStepsOutcome run_prepare_steps(const ExpandedMatrix& matrix,
       };
       for (const auto& cell : to_run) {
         if (!failed(cell)) continue;
-        sink.finish_without_results(cell, CellStatus::kFailed, "prepare", result.reason);
+        sink.finish_without_results(cell, CellStatus::kFailed, FailurePhase::kPrepare,
+                                    result.reason);
         ++outcome.failed_cells;
       }
       to_run.erase(std::remove_if(to_run.begin(), to_run.end(), failed), to_run.end());

@@ -1,13 +1,10 @@
-// Options of `scalebench run` and the worker-side dependencies injected by main().
+// Options of `scalebench run` (the worker-side dependencies are protocol/worker_factory.h).
 //
 // Every option of the run command is defined here once, with its default; the CLI
 // (command_run.cc) only fills this struct. See docs/user-guide.md#scalebench-run.
 #pragma once
 
 #include <filesystem>
-#include <functional>
-#include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,8 +12,6 @@
 #include "common/logging.h"
 
 namespace scalebench {
-
-class CellRunner;
 
 /// How cells share the workers. See Note [Scheduling] in orchestrator/scheduler.h.
 enum class SchedulingMode {
@@ -49,15 +44,6 @@ struct RunOptions {
 
   /// log_dir, or "<output>.logs" when it is empty.
   [[nodiscard]] std::filesystem::path effective_log_dir() const;
-};
-
-/// What the Torch-free orchestrator library needs from the worker library, injected by
-/// main() (orchestrator/main.cc) or by tests (a fake runner).
-struct WorkerFactory {
-  /// Makes this rank's CellRunner (called once per worker rank, after MPI_Init).
-  std::function<std::unique_ptr<CellRunner>()> make_runner;
-  /// Library versions for provenance: keys "torch", "cuda", "nccl" (values "" when unused).
-  std::function<std::map<std::string, std::string>()> library_versions;
 };
 
 }  // namespace scalebench

@@ -28,8 +28,9 @@ std::unique_ptr<BatchSource> make_batch_source(const CellSpec& cell, const Model
     return std::make_unique<SyntheticData>(model, input_shape, num_classes, cell.seed, pin_memory);
   }
   if (cell.data.kind != "hdf5") {
-    throw CellError("data_open", "data kind \"" + cell.data.kind +
-                                     "\" is unknown to this worker: use synthetic or hdf5");
+    throw CellError(
+        FailurePhase::kDataOpen,
+        "data kind \"" + cell.data.kind + "\" is unknown to this worker: use synthetic or hdf5");
   }
   // TorchScript models say nothing about their targets: accept the file's per-row shape.
   std::optional<std::vector<int64_t>> expected_target;

@@ -43,7 +43,7 @@ class BatchSource {
   virtual ~BatchSource() = default;
   /// Samples `range.first` .. `range.first + range.count - 1`, freshly allocated (pinned
   /// memory comes from Torch's caching host allocator, which does not reuse a block while
-  /// a non_blocking copy from it is in flight). Throws CellError("data") for data that
+  /// a non_blocking copy from it is in flight). Throws CellError(FailurePhase::kData) for data that
   /// cannot be used (a label outside [0, num_classes), an unreadable file).
   [[nodiscard]] virtual HostBatch make_batch(SampleRange range) const = 0;
   /// Per-rank metrics of the source (e.g. data_open_s, data_rows); empty for synthetic.
@@ -52,7 +52,8 @@ class BatchSource {
 
 /// The batch source of `cell`: synthetic, or HDF5 with `cell.data.path` resolved against
 /// `tree` (Assignment::tree). `model` gives the input dtype, the per-sample shapes and
-/// synthetic samples. Throws CellError("data_open") for an HDF5 file that cannot be used.
+/// synthetic samples. Throws CellError(FailurePhase::kDataOpen) for an HDF5 file that cannot be
+/// used.
 std::unique_ptr<BatchSource> make_batch_source(const CellSpec& cell, const ModelInfo& model,
                                                const std::vector<int64_t>& input_shape,
                                                int64_t num_classes, const std::string& tree,

@@ -23,7 +23,7 @@ namespace {
 
 std::vector<char> read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw CellError("checkpoint_load", "cannot open checkpoint " + path);
+  if (!in) throw CellError(FailurePhase::kCheckpointLoad, "cannot open checkpoint " + path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
@@ -34,18 +34,21 @@ void load_state_dict(const models::NamedState& targets, const std::string& path)
   try {
     loaded = torch::pickle_load(read_file_bytes(path));
   } catch (const c10::Error& error) {
-    throw CellError("checkpoint_load", "checkpoint " + path + " is not a torch.save file: " +
-                                           error.what_without_backtrace());
+    throw CellError(
+        FailurePhase::kCheckpointLoad,
+        "checkpoint " + path + " is not a torch.save file: " + error.what_without_backtrace());
   }
   if (!loaded.isGenericDict()) {
-    throw CellError("checkpoint_load", "checkpoint " + path +
-                                           " does not hold a dict of tensors: save it with "
-                                           "torch.save(dict(model.state_dict()), path)");
+    throw CellError(FailurePhase::kCheckpointLoad,
+                    "checkpoint " + path +
+                        " does not hold a dict of tensors: save it with "
+                        "torch.save(dict(model.state_dict()), path)");
   }
   std::map<std::string, torch::Tensor> entries;
   for (const auto& item : loaded.toGenericDict()) {
     if (!item.key().isString() || !item.value().isTensor()) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " has a non name->tensor entry");
+      throw CellError(FailurePhase::kCheckpointLoad,
+                      "checkpoint " + path + " has a non name->tensor entry");
     }
     entries.emplace(item.key().toStringRef(), item.value().toTensor());
   }
@@ -54,12 +57,14 @@ void load_state_dict(const models::NamedState& targets, const std::string& path)
   auto assign = [&](const std::string& name, const torch::Tensor& target) {
     const auto found = entries.find(name);
     if (found == entries.end()) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " has no entry " + name);
+      throw CellError(FailurePhase::kCheckpointLoad,
+                      "checkpoint " + path + " has no entry " + name);
     }
     if (found->second.sizes() != target.sizes()) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " entry " + name + " has shape " +
-                                             c10::str(found->second.sizes()) +
-                                             ", the model needs " + c10::str(target.sizes()));
+      throw CellError(FailurePhase::kCheckpointLoad,
+                      "checkpoint " + path + " entry " + name + " has shape " +
+                          c10::str(found->second.sizes()) + ", the model needs " +
+                          c10::str(target.sizes()));
     }
     target.copy_(found->second);
     used.insert(name);
@@ -67,8 +72,8 @@ void load_state_dict(const models::NamedState& targets, const std::string& path)
   for (const auto& [name, target] : targets) assign(name, target);
   for (const auto& [name, tensor] : entries) {
     if (!used.contains(name)) {
-      throw CellError("checkpoint_load", "checkpoint " + path + " has an entry " + name +
-                                             " that the model does not have");
+      throw CellError(FailurePhase::kCheckpointLoad, "checkpoint " + path + " has an entry " +
+                                                         name + " that the model does not have");
     }
   }
 }

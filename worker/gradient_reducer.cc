@@ -129,7 +129,8 @@ GradientReducer::Impl::Impl(std::vector<torch::Tensor> parameters, CollectiveBac
   for (const auto& param : all_params) {
     if (!param.requires_grad()) continue;
     if (!param.is_leaf() || param.is_sparse()) {
-      throw CellError("model_init", "gradient reducer: parameters must be dense leaf tensors");
+      throw CellError(FailurePhase::kModelInit,
+                      "gradient reducer: parameters must be dense leaf tensors");
     }
     params.push_back(param);
     bytes.push_back(param.numel() * static_cast<int64_t>(param.element_size()));
@@ -166,9 +167,10 @@ void GradientReducer::Impl::on_grad_ready(size_t index) {
   std::lock_guard lock(mutex);
   if (!armed) return;  // a backward outside prepare_for_backward()/finalize(): not ours
   if (ready[index]) {
-    throw CellError("backward", "gradient of parameter " + std::to_string(index) +
-                                    " arrived twice in one iteration: run one backward "
-                                    "between prepare_for_backward() and finalize()");
+    throw CellError(FailurePhase::kBackward,
+                    "gradient of parameter " + std::to_string(index) +
+                        " arrived twice in one iteration: run one backward "
+                        "between prepare_for_backward() and finalize()");
   }
   ready[index] = true;
   const torch::NoGradGuard no_grad;
@@ -228,7 +230,7 @@ void GradientReducer::prepare_for_backward() {
   std::lock_guard lock(impl_->mutex);
   for (const auto& bucket : impl_->buckets) {
     if (bucket.work) {
-      throw CellError("backward",
+      throw CellError(FailurePhase::kBackward,
                       "prepare_for_backward() while the previous iteration's allreduces are "
                       "in flight: call finalize() after every backward");
     }
@@ -246,7 +248,8 @@ void GradientReducer::finalize() {
   Impl& impl = *impl_;
   std::lock_guard lock(impl.mutex);
   if (!impl.armed) {
-    throw CellError("backward", "finalize() without prepare_for_backward() before backward");
+    throw CellError(FailurePhase::kBackward,
+                    "finalize() without prepare_for_backward() before backward");
   }
   impl.armed = false;
   const torch::NoGradGuard no_grad;

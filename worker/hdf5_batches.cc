@@ -23,7 +23,7 @@ int64_t elements(const std::vector<int64_t>& shape) {
 
 /// Runs `body`, turning an Hdf5Error into CellError(phase) that names `what`.
 template <typename Body>
-auto as_cell_error(const std::string& phase, const std::string& what, Body&& body) {
+auto as_cell_error(FailurePhase phase, const std::string& what, Body&& body) {
   try {
     return body();
   } catch (const Hdf5Error& error) {
@@ -36,9 +36,10 @@ std::vector<int64_t> numeric_dims(hid_t dataset, const std::string& what) {
   const auto type = own_datatype(HDF5_CHECK(H5Dget_type(dataset)));
   const H5T_class_t type_class = H5Tget_class(type);
   if (type_class != H5T_INTEGER && type_class != H5T_FLOAT) {
-    throw CellError("data_open", what +
-                                     " is not an integer or floating-point dataset: store "
-                                     "numbers (e.g. float32 inputs, int64 labels)");
+    throw CellError(FailurePhase::kDataOpen,
+                    what +
+                        " is not an integer or floating-point dataset: store "
+                        "numbers (e.g. float32 inputs, int64 labels)");
   }
   const auto space = own_dataspace(HDF5_CHECK(H5Dget_space(dataset)));
   const int rank = HDF5_CHECK(H5Sget_simple_extent_ndims(space));
@@ -54,7 +55,7 @@ hid_t memory_type_of(torch::ScalarType dtype) {
     case torch::kInt64:
       return H5T_NATIVE_INT64;
     default:
-      throw CellError("data_open",
+      throw CellError(FailurePhase::kDataOpen,
                       std::string("no HDF5 reading for input dtype ") + c10::toString(dtype));
   }
 }
@@ -74,24 +75,26 @@ Hdf5Batches::Hdf5Batches(const std::filesystem::path& path, const std::string& i
   const auto start = std::chrono::steady_clock::now();
   silence_hdf5_error_printing();
   if (H5Fis_hdf5(path_.c_str()) <= 0) {
-    throw CellError("data_open", "data file " + path_ +
-                                     " is missing or not an HDF5 file: write it with h5py "
-                                     "(datasets '" +
-                                     inputs_dataset + "' and '" + targets_dataset + "')");
+    throw CellError(FailurePhase::kDataOpen,
+                    "data file " + path_ +
+                        " is missing or not an HDF5 file: write it with h5py "
+                        "(datasets '" +
+                        inputs_dataset + "' and '" + targets_dataset + "')");
   }
-  file_ = as_cell_error("data_open", "cannot open data file " + path_, [&] {
+  file_ = as_cell_error(FailurePhase::kDataOpen, "cannot open data file " + path_, [&] {
     return own_file(HDF5_CHECK(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
   });
   auto open = [&](const std::string& name) {
     if (H5Lexists(file_, name.c_str(), H5P_DEFAULT) <= 0) {
-      throw CellError("data_open", "data file " + path_ + " has no dataset '" + name +
-                                       "': set data.inputs / data.targets to the datasets' "
-                                       "names (h5ls -r " +
-                                       path_ + " lists them)");
+      throw CellError(FailurePhase::kDataOpen,
+                      "data file " + path_ + " has no dataset '" + name +
+                          "': set data.inputs / data.targets to the datasets' "
+                          "names (h5ls -r " +
+                          path_ + " lists them)");
     }
-    return as_cell_error("data_open", "cannot open dataset '" + name + "' of " + path_, [&] {
-      return own_dataset(HDF5_CHECK(H5Dopen2(file_, name.c_str(), H5P_DEFAULT)));
-    });
+    return as_cell_error(
+        FailurePhase::kDataOpen, "cannot open dataset '" + name + "' of " + path_,
+        [&] { return own_dataset(HDF5_CHECK(H5Dopen2(file_, name.c_str(), H5P_DEFAULT))); });
   };
   inputs_ = open(inputs_dataset);
   targets_ = open(targets_dataset);
@@ -101,18 +104,19 @@ Hdf5Batches::Hdf5Batches(const std::filesystem::path& path, const std::string& i
   const auto target_dims = numeric_dims(targets_, targets_what);
   memory_type_of(input_dtype_);
   if (input_dims.empty() || input_dims[0] < 1) {
-    throw CellError("data_open", inputs_what + " has no rows: its first dimension counts samples");
+    throw CellError(FailurePhase::kDataOpen,
+                    inputs_what + " has no rows: its first dimension counts samples");
   }
   rows_ = input_dims[0];
   const std::vector<int64_t> input_row(input_dims.begin() + 1, input_dims.end());
   if (input_row != input_shape_) {
-    throw CellError("data_open", inputs_what + " has rows of shape " + shape_text(input_row) +
-                                     ", the cell's input_shape is " + shape_text(input_shape_) +
-                                     ": set the experiment's input_shape to " +
-                                     shape_text(input_row));
+    throw CellError(FailurePhase::kDataOpen,
+                    inputs_what + " has rows of shape " + shape_text(input_row) +
+                        ", the cell's input_shape is " + shape_text(input_shape_) +
+                        ": set the experiment's input_shape to " + shape_text(input_row));
   }
   if (target_dims.empty() || target_dims[0] != rows_) {
-    throw CellError("data_open",
+    throw CellError(FailurePhase::kDataOpen,
                     targets_what + " has " +
                         (target_dims.empty() ? std::string("no dimensions")
                                              : std::to_string(target_dims[0]) + " rows") +
@@ -121,7 +125,7 @@ Hdf5Batches::Hdf5Batches(const std::filesystem::path& path, const std::string& i
   }
   target_shape_.assign(target_dims.begin() + 1, target_dims.end());
   if (expected_target_shape && *expected_target_shape != target_shape_) {
-    throw CellError("data_open",
+    throw CellError(FailurePhase::kDataOpen,
                     targets_what + " has rows of shape " + shape_text(target_shape_) +
                         ", the model needs " + shape_text(*expected_target_shape) +
                         (expected_target_shape->empty() ? " (class ids: a 1-D dataset of integers)"
@@ -141,7 +145,7 @@ void Hdf5Batches::read_rows(hid_t dataset, hid_t memory_type, int64_t first, int
   extent[0] = static_cast<hsize_t>(count);
   HDF5_CHECK(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, extent.data(),
                                  nullptr));
-  const hsize_t memory_elements = static_cast<hsize_t>(count * row_elements);
+  const hsize_t memory_elements = static_cast<hsize_t>(count) * static_cast<hsize_t>(row_elements);
   const auto memory_space =
       own_dataspace(HDF5_CHECK(H5Screate_simple(1, &memory_elements, nullptr)));
   HDF5_CHECK(H5Dread(dataset, memory_type, memory_space, file_space, H5P_DEFAULT, out));
@@ -152,7 +156,7 @@ HostBatch Hdf5Batches::make_batch(SampleRange range) const {
       allocate_host_batch(range.count, input_shape_, input_dtype_, target_shape_, pin_memory_);
   const int64_t input_row = elements(input_shape_);
   const int64_t target_row = elements(target_shape_);
-  as_cell_error("data", "reading " + path_, [&] {
+  as_cell_error(FailurePhase::kData, "reading " + path_, [&] {
     // Row i mod rows_: a range that passes the end continues at row 0.
     int64_t done = 0;
     while (done < range.count) {
@@ -171,11 +175,11 @@ HostBatch Hdf5Batches::make_batch(SampleRange range) const {
     const int64_t low = batch.targets.min().item<int64_t>();
     const int64_t high = batch.targets.max().item<int64_t>();
     if (low < 0 || high >= num_classes_) {
-      throw CellError("data", "targets of " + path_ + " rows " +
-                                  std::to_string(range.first % rows_) + ".. hold label " +
-                                  std::to_string(low < 0 ? low : high) +
-                                  ", outside [0, num_classes=" + std::to_string(num_classes_) +
-                                  "): set num_classes to the number of classes of the data");
+      throw CellError(FailurePhase::kData,
+                      "targets of " + path_ + " rows " + std::to_string(range.first % rows_) +
+                          ".. hold label " + std::to_string(low < 0 ? low : high) +
+                          ", outside [0, num_classes=" + std::to_string(num_classes_) +
+                          "): set num_classes to the number of classes of the data");
     }
   }
   return batch;

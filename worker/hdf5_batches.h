@@ -26,7 +26,7 @@ class Hdf5Batches : public BatchSource {
  public:
   /// `expected_target_shape`: the per-row target shape the model needs ({} = class ids);
   /// nullopt = any (TorchScript models).
-  /// Throws CellError("data_open") naming the file, the dataset and what to change.
+  /// Throws CellError(FailurePhase::kDataOpen) naming the file, the dataset and what to change.
   Hdf5Batches(const std::filesystem::path& path, const std::string& inputs_dataset,
               const std::string& targets_dataset, std::vector<int64_t> input_shape,
               torch::ScalarType input_dtype,

@@ -39,17 +39,18 @@ struct ModelInfo {
       forward_flops_per_sample;
   torch::ScalarType input_dtype = torch::kFloat32;  ///< kInt64 for token ids
   bool per_voxel_target = false;                    ///< target [D, H, W] instead of a class id
-  /// Fills one sample in place from `generator`: `input` has the per-sample shape,
-  /// `target` is a 0-dim int64 class id or an int64 [D, H, W] label volume.
-  std::function<void(torch::Tensor input, torch::Tensor target, int64_t num_classes,
+  /// Fills one sample in place from `generator` (through the const handles, as ATen's in-place
+  /// ops do): `input` has the per-sample shape, `target` is a 0-dim int64 class id or an
+  /// int64 [D, H, W] label volume.
+  std::function<void(const torch::Tensor& input, const torch::Tensor& target, int64_t num_classes,
                      at::Generator& generator)>
       make_sample;
 };
 
 /// ModelInfo::make_sample of image models and TorchScript models: N(0, 1) inputs and
 /// uniform labels in [0, num_classes) (one class id, or every voxel of a label volume).
-void make_normal_sample(torch::Tensor input, torch::Tensor target, int64_t num_classes,
-                        at::Generator& generator);
+void make_normal_sample(const torch::Tensor& input, const torch::Tensor& target,
+                        int64_t num_classes, at::Generator& generator);
 
 /// Training FLOPs per sample are estimated as this multiple of the forward FLOPs
 /// (backward ~ 2 x forward).

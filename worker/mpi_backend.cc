@@ -93,8 +93,9 @@ MPI_Datatype reduce_datatype(torch::ScalarType dtype) {
     case torch::kByte:
       return MPI_UINT8_T;
     default:
-      throw CellError("communication", std::string("MPI backend cannot sum tensors of dtype ") +
-                                           c10::toString(dtype));
+      throw CellError(
+          FailurePhase::kCommunication,
+          std::string("MPI backend cannot sum tensors of dtype ") + c10::toString(dtype));
   }
 }
 
@@ -204,8 +205,9 @@ class MpiBackend final : public CollectiveBackend {
   void broadcast(torch::Tensor tensor, int root) override {
     require_contiguous(tensor, "broadcast");
     if (root < 0 || root >= size_) {
-      throw CellError("communication", "broadcast root " + std::to_string(root) +
-                                           " is outside the group of " + std::to_string(size_));
+      throw CellError(FailurePhase::kCommunication, "broadcast root " + std::to_string(root) +
+                                                        " is outside the group of " +
+                                                        std::to_string(size_));
     }
     torch::Tensor staged = host_buffer(tensor, /*for_reduce=*/false);
     const int64_t bytes = staged.numel() * static_cast<int64_t>(staged.element_size());
@@ -220,7 +222,7 @@ class MpiBackend final : public CollectiveBackend {
  private:
   static void require_contiguous(const torch::Tensor& tensor, const char* what) {
     if (!tensor.defined() || !tensor.is_contiguous()) {
-      throw CellError("communication",
+      throw CellError(FailurePhase::kCommunication,
                       std::string("MPI backend ") + what + " needs a defined contiguous tensor");
     }
   }

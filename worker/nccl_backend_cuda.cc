@@ -58,7 +58,7 @@ ncclDataType_t nccl_datatype(torch::ScalarType dtype) {
     case torch::kByte:
       return ncclUint8;
     default:
-      throw CellError("communication",
+      throw CellError(FailurePhase::kCommunication,
                       std::string("NCCL backend cannot handle dtype ") + c10::toString(dtype));
   }
 }
@@ -190,8 +190,9 @@ class NcclBackend final : public CollectiveBackend {
 
   void broadcast(torch::Tensor tensor, int root) override {
     if (root < 0 || root >= size_) {
-      throw CellError("communication", "broadcast root " + std::to_string(root) +
-                                           " is outside the group of " + std::to_string(size_));
+      throw CellError(FailurePhase::kCommunication, "broadcast root " + std::to_string(root) +
+                                                        " is outside the group of " +
+                                                        std::to_string(size_));
     }
     launch(tensor, "broadcast", [&](ncclComm_t comm, cudaStream_t stream) {
       return ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(),
@@ -221,7 +222,7 @@ class NcclBackend final : public CollectiveBackend {
                                          const Call& call) {
     if (!tensor.defined() || !tensor.is_cuda() || tensor.get_device() != device_ ||
         !tensor.is_contiguous()) {
-      throw CellError("communication",
+      throw CellError(FailurePhase::kCommunication,
                       std::string("NCCL backend ") + what +
                           " needs a contiguous tensor on cuda:" + std::to_string(device_));
     }

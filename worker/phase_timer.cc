@@ -70,8 +70,8 @@ std::unique_ptr<PhaseTimer> make_phase_timer(const torch::Device& device, size_t
 #ifdef SCALEBENCH_HAVE_CUDA
   if (device.is_cuda()) return make_cuda_phase_timer(device.index(), phases, max_iterations);
 #endif
-  throw CellError("timer", "no phase timer for device " + device.str() +
-                               " in this build (CUDA code not compiled)");
+  throw CellError(FailurePhase::kTimer, "no phase timer for device " + device.str() +
+                                            " in this build (CUDA code not compiled)");
 }
 
 void synchronize_device(const torch::Device& device) {

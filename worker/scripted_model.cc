@@ -48,9 +48,10 @@ ScriptedModel::ScriptedModel(torch::jit::Module module, std::string source)
 torch::Tensor ScriptedModel::forward(torch::Tensor input) {
   const torch::IValue output = module_.forward({std::move(input)});
   if (!output.isTensor()) {
-    throw CellError("forward", "TorchScript model " + source_ + " returned " + output.tagKind() +
-                                   ", scalebench needs forward(x) -> Tensor (logits): return "
-                                   "the logits alone from the exported module");
+    throw CellError(FailurePhase::kForward,
+                    "TorchScript model " + source_ + " returned " + output.tagKind() +
+                        ", scalebench needs forward(x) -> Tensor (logits): return "
+                        "the logits alone from the exported module");
   }
   return output.toTensor();
 }
@@ -74,20 +75,21 @@ models::NamedState ScriptedModel::state_entries() {
 std::shared_ptr<ScriptedModel> load_scripted_model(const std::string& bytes,
                                                    const std::string& source) {
   if (bytes.empty()) {
-    throw CellError("model_init", "TorchScript model " + source +
-                                      ": rank 0 sent no bytes (an empty file?): export it with "
-                                      "torch.jit.save(torch.jit.script(model), path)");
+    throw CellError(FailurePhase::kModelInit,
+                    "TorchScript model " + source +
+                        ": rank 0 sent no bytes (an empty file?): export it with "
+                        "torch.jit.save(torch.jit.script(model), path)");
   }
   std::istringstream stream(bytes);
   try {
     return std::make_shared<ScriptedModel>(torch::jit::load(stream, torch::kCPU), source);
   } catch (const c10::Error& error) {
-    throw CellError("model_init", "TorchScript model " + source +
-                                      " is not a TorchScript archive this LibTorch (" +
-                                      std::string(TORCH_VERSION) +
-                                      ") can load: " + error.what_without_backtrace() +
-                                      "; export it with torch.jit.save(torch.jit.script(model), "
-                                      "path) from a compatible PyTorch");
+    throw CellError(
+        FailurePhase::kModelInit,
+        "TorchScript model " + source + " is not a TorchScript archive this LibTorch (" +
+            std::string(TORCH_VERSION) + ") can load: " + error.what_without_backtrace() +
+            "; export it with torch.jit.save(torch.jit.script(model), "
+            "path) from a compatible PyTorch");
   }
 }
 

@@ -24,7 +24,7 @@ class ScriptedModel : public models::ZooModel {
   /// `source` names the module in messages (its path in the branch tree).
   ScriptedModel(torch::jit::Module module, std::string source);
 
-  /// Runs the module's forward; throws CellError("forward") when it does not return a
+  /// Runs the module's forward; throws CellError(FailurePhase::kForward) when it does not return a
   /// tensor.
   torch::Tensor forward(torch::Tensor input) override;
   /// Also switches the TorchScript module (dropout, batch-norm statistics).
@@ -38,7 +38,7 @@ class ScriptedModel : public models::ZooModel {
 };
 
 /// Deserialises a TorchScript archive (the bytes of a torch.jit.save file) on the CPU.
-/// Throws CellError("model_init") naming `source` when the bytes are not one.
+/// Throws CellError(FailurePhase::kModelInit) naming `source` when the bytes are not one.
 std::shared_ptr<ScriptedModel> load_scripted_model(const std::string& bytes,
                                                    const std::string& source);
 

@@ -42,17 +42,20 @@ int severity(CellStatus status) {
 torch::Device select_device(const CellSpec& cell, const WorkerContext& context) {
   const bool have_gpu = torch::cuda::is_available();
   if (cell.device == Device::kCuda && !have_gpu) {
-    throw CellError("device", "device cuda was requested but no CUDA GPU is visible to rank " +
-                                  std::to_string(context.world_rank) + " on " + context.host +
-                                  ": use device cpu or auto, or run on a GPU node");
+    throw CellError(FailurePhase::kDevice,
+                    "device cuda was requested but no CUDA GPU is visible to rank " +
+                        std::to_string(context.world_rank) + " on " + context.host +
+                        ": use device cpu or auto, or run on a GPU node");
   }
   if (cell.device == Device::kCpu || !have_gpu) return torch::kCPU;
+  // device_count() is a c10::DeviceIndex (int8_t): a number, not a character.
+  // NOLINTNEXTLINE(bugprone-signed-char-misuse)
   const auto count = static_cast<int>(torch::cuda::device_count());
   if (context.local_index >= count) {
-    throw CellError("device", "worker " + std::to_string(context.local_index) + " on " +
-                                  context.host + " has no GPU of its own (" +
-                                  std::to_string(count) +
-                                  " visible): start at most one worker rank per GPU");
+    throw CellError(FailurePhase::kDevice, "worker " + std::to_string(context.local_index) +
+                                               " on " + context.host + " has no GPU of its own (" +
+                                               std::to_string(count) +
+                                               " visible): start at most one worker rank per GPU");
   }
   return {torch::kCUDA, static_cast<c10::DeviceIndex>(context.local_index)};
 }
@@ -70,7 +73,7 @@ bool is_oom_text(const std::string& text) {
 }
 
 /// Records the exception in flight as the rank's failure.
-void record_failure(RankResult& result, const std::string& phase) {
+void record_failure(RankResult& result, FailurePhase phase) {
   result.failed_phase = phase;
   result.status = CellStatus::kFailed;
   try {
@@ -111,7 +114,7 @@ bool agree(RankResult& result, MPI_Comm group, const std::string& when) {
   if (worst.severity == 0) return true;
   if (result.status == CellStatus::kOk) {
     result.status = worst.severity == 1 ? CellStatus::kTimeout : CellStatus::kFailed;
-    result.failed_phase = "group";
+    result.failed_phase = FailurePhase::kGroup;
     result.reason = "group rank " + std::to_string(worst.rank) + " did not succeed " + when;
   }
   return false;
@@ -143,18 +146,19 @@ class TorchCellRunner : public CellRunner {
     torch::Device device = torch::kCPU;
     std::unique_ptr<Workload> workload;
     bool rss_reset = false;
-    std::string phase = "device";
+    FailurePhase phase = FailurePhase::kDevice;
     try {
       device = select_device(cell, context);
 #ifdef SCALEBENCH_HAVE_CUDA
       if (device.is_cuda()) set_current_cuda_device(device.index());
 #endif
       result.device = describe(device);
-      phase = "setup";
-      result.metrics["cpu_threads"] = configure_cpu_threads(context);
+      phase = FailurePhase::kSetup;
+      result.metrics["cpu_threads"] =
+          configure_cpu_threads(context.node_cores, context.local_workers);
       set_tf32(cell.tf32);
       rss_reset = reset_peak_memory(device);
-      phase = "model_init";
+      phase = FailurePhase::kModelInit;
       workload = cell.mode == Mode::kTrain ? make_train_workload(assignment, device, group)
                                            : make_infer_workload(assignment, device, group);
       result.phases = workload->phases();
@@ -163,11 +167,11 @@ class TorchCellRunner : public CellRunner {
     }
     if (!agree(result, group, "before the timed loop")) return result;
     try {
-      phase = "connect";
+      phase = FailurePhase::kConnect;
       workload->connect();
-      phase = "loop";
+      phase = FailurePhase::kLoop;
       run_loop(*workload, device, group, deadline, result);
-      phase = "metrics";
+      phase = FailurePhase::kMetrics;
       workload->add_metrics(result.metrics);
       result.metrics.merge(peak_memory_metrics(device, rss_reset));
     } catch (...) {
@@ -189,7 +193,7 @@ class TorchCellRunner : public CellRunner {
         static_cast<double>(loop.iterations_run - loop.warmup_run);
     if (loop.timed_out) {
       result.status = CellStatus::kTimeout;
-      result.failed_phase = "loop";
+      result.failed_phase = FailurePhase::kLoop;
       result.reason = "the cell's timeout_s passed after " + std::to_string(loop.iterations_run) +
                       " iterations (cooperative stop between iterations)";
     }

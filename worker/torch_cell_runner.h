@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "orchestrator/cell_runner.h"
+#include "protocol/cell_runner.h"
 
 namespace scalebench {
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
@@ -139,11 +140,13 @@ Backend resolve_backend(Backend requested, const torch::Device& device) {
   if (requested == Backend::kAuto) return device.is_cuda() ? Backend::kNccl : Backend::kMpi;
   if (requested == Backend::kNccl) {
     if (!device.is_cuda()) {
-      throw CellError("connect", "backend nccl needs a CUDA device, this cell runs on " +
-                                     device.str() + ": use backend mpi or auto");
+      throw CellError(FailurePhase::kConnect,
+                      "backend nccl needs a CUDA device, this cell runs on " + device.str() +
+                          ": use backend mpi or auto");
     }
 #ifndef SCALEBENCH_HAVE_CUDA
-    throw CellError("connect", "backend nccl is not compiled into this build: use backend mpi");
+    throw CellError(FailurePhase::kConnect,
+                    "backend nccl is not compiled into this build: use backend mpi");
 #endif
   }
   return requested;
@@ -153,16 +156,16 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerSpec& spe
                                                         std::vector<torch::Tensor> parameters) {
   if (spec.name == "sgd") {
     return std::make_unique<torch::optim::SGD>(
-        parameters,
+        std::move(parameters),
         torch::optim::SGDOptions(spec.lr).momentum(spec.momentum).weight_decay(spec.weight_decay));
   }
   if (spec.name == "adam") {
     return std::make_unique<torch::optim::Adam>(
-        parameters, torch::optim::AdamOptions(spec.lr).weight_decay(spec.weight_decay));
+        std::move(parameters), torch::optim::AdamOptions(spec.lr).weight_decay(spec.weight_decay));
   }
   if (spec.name == "adamw") {
     return std::make_unique<torch::optim::AdamW>(
-        parameters, torch::optim::AdamWOptions(spec.lr).weight_decay(spec.weight_decay));
+        std::move(parameters), torch::optim::AdamWOptions(spec.lr).weight_decay(spec.weight_decay));
   }
   throw InputError("unknown optimizer \"" + spec.name + "\": use sgd, adam or adamw");
 }

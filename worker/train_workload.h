@@ -25,7 +25,7 @@ std::unique_ptr<Workload> make_train_workload(const Assignment& assignment,
                                               const torch::Device& device, MPI_Comm group);
 
 /// `cell.backend` resolved for `device`: auto -> nccl on CUDA, mpi on CPU. Throws
-/// CellError("connect") for nccl on a CPU device or nccl in a build without CUDA.
+/// CellError(FailurePhase::kConnect) for nccl on a CPU device or nccl in a build without CUDA.
 Backend resolve_backend(Backend requested, const torch::Device& device);
 
 /// The optimizer of `spec` over `parameters`; throws InputError for an unknown name.

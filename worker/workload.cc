@@ -107,9 +107,10 @@ ResolvedModel resolve_model(const CellSpec& cell, std::string artifact) {
   ResolvedModel resolved;
   if (!cell.model.torchscript.empty()) {
     if (artifact.empty()) {
-      throw CellError("model_init", "TorchScript model " + cell.model.torchscript +
-                                        ": the assignment carries no module bytes (rank 0 reads "
-                                        "the file from the branch tree at dispatch)");
+      throw CellError(FailurePhase::kModelInit,
+                      "TorchScript model " + cell.model.torchscript +
+                          ": the assignment carries no module bytes (rank 0 reads "
+                          "the file from the branch tree at dispatch)");
     }
     resolved.info =
         std::make_shared<const ModelInfo>(scripted_model_info(cell, std::move(artifact)));
@@ -128,7 +129,7 @@ ResolvedModel resolve_model(const CellSpec& cell, std::string artifact) {
 
 void check_precision(Precision precision, const torch::Device& device) {
   if (precision == Precision::kFp16 && device.is_cpu()) {
-    throw CellError("model_init",
+    throw CellError(FailurePhase::kModelInit,
                     "precision fp16 is not supported on CPU (no fp16 autocast for CPU kernels): "
                     "use precision bf16 or fp32, or device cuda");
   }

@@ -86,10 +86,11 @@ struct ResolvedModel {
 };
 /// The model of `cell`. `artifact` is the TorchScript module's bytes for a TorchScript
 /// cell (Assignment::artifact) and ignored otherwise. Throws InputError for unknown names
-/// or unusable shapes, CellError("model_init") for a TorchScript cell without bytes.
+/// or unusable shapes, CellError(FailurePhase::kModelInit) for a TorchScript cell without bytes.
 ResolvedModel resolve_model(const CellSpec& cell, std::string artifact = {});
 
-/// Throws CellError("model_init") when `precision` cannot run on `device` (fp16 on CPU).
+/// Throws CellError(FailurePhase::kModelInit) when `precision` cannot run on `device` (fp16 on
+/// CPU).
 void check_precision(Precision precision, const torch::Device& device);
 
 /// Enables autocast for `device` with the cell's reduced precision while in scope; does

@@ -21,7 +21,7 @@
 
 #include "common/error.h"
 #include "common/mpi_check.h"
-#include "orchestrator/cell_runner.h"
+#include "protocol/cell_runner.h"
 
 namespace scalebench::testing_fake {
 
@@ -56,7 +56,7 @@ class FakeCellRunner : public CellRunner {
     result.host = context.host;
     result.device = device_name(context);
     if (name.find("throw") != std::string::npos) {
-      throw CellError("forward", "fake runner: requested exception");
+      throw CellError(FailurePhase::kForward, "fake runner: requested exception");
     }
     if (name.find("fatal") != std::string::npos) throw FatalError("fake runner: fatal");
     if (name.find("hang") != std::string::npos) {
@@ -69,13 +69,13 @@ class FakeCellRunner : public CellRunner {
     MPI_CHECK(MPI_Allreduce(&group_rank, &sum, 1, MPI_INT, MPI_SUM, group));
     if (name.find("oom") != std::string::npos) {
       result.status = CellStatus::kOom;
-      result.failed_phase = "forward";
+      result.failed_phase = FailurePhase::kForward;
       result.reason = "fake runner: out of memory";
       return result;
     }
     if (name.find("fail") != std::string::npos && group_rank == 0) {
       result.status = CellStatus::kFailed;
-      result.failed_phase = "backward";
+      result.failed_phase = FailurePhase::kBackward;
       result.reason = "fake runner: requested failure";
       return result;
     }

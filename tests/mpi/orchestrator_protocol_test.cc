@@ -12,7 +12,7 @@
 #include "common/mpi_comm.h"
 #include "fake_cell_runner.h"
 #include "orchestrator/orchestrator.h"
-#include "orchestrator/worker_loop.h"
+#include "protocol/worker_loop.h"
 
 namespace scalebench {
 namespace {
@@ -49,11 +49,11 @@ class MemorySink : public ResultSink {
     record.results = results;
     record.status = CellStatus::kOk;
   }
-  void finish_without_results(const CellSpec& cell, CellStatus status, const std::string& phase,
+  void finish_without_results(const CellSpec& cell, CellStatus status, FailurePhase phase,
                               const std::string& reason) override {
     auto& record = finish(cell.cell_id, "finish:" + to_string(status));
     record.status = status;
-    record.phase = phase;
+    record.phase = to_string(phase);
     record.reason = reason;
   }
 

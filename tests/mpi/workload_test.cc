@@ -93,7 +93,8 @@ CellSpec training_cell() {
 
 TEST(WorkloadMpi, TrainingTimingsAddUpAndReplicasStayInSync) {
   const RankResult result = run_cell(training_cell(), MPI_COMM_WORLD);
-  ASSERT_EQ(result.status, CellStatus::kOk) << result.failed_phase << ": " << result.reason;
+  ASSERT_EQ(result.status, CellStatus::kOk)
+      << to_string(result.failed_phase) << ": " << result.reason;
   const std::vector<std::string> phases = {"data",      "h2d",       "forward", "backward",
                                            "comm_wait", "optimizer", "step"};
   ASSERT_EQ(result.phases, phases);

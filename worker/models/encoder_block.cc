@@ -15,7 +15,7 @@ EncoderBlockImpl::EncoderBlockImpl(int64_t dim, int64_t heads, int64_t mlp_dim,
   fc2_ = register_module("fc2", torch::nn::Linear(mlp_dim, dim));
 }
 
-torch::Tensor EncoderBlockImpl::forward(torch::Tensor input) {
+torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
   const int64_t batch = input.size(0);
   const int64_t tokens = input.size(1);
   const int64_t dim = input.size(2);

@@ -14,7 +14,7 @@ class EncoderBlockImpl : public torch::nn::Module {
  public:
   EncoderBlockImpl(int64_t dim, int64_t heads, int64_t mlp_dim, double layer_norm_eps);
   /// input [B, N, dim] -> [B, N, dim]
-  torch::Tensor forward(torch::Tensor input);
+  torch::Tensor forward(const torch::Tensor& input);
 
  private:
   int64_t heads_;

@@ -43,7 +43,7 @@ class BlockImpl : public torch::nn::Module {
           torch::nn::Sequential(conv(in, out, 1, stride), torch::nn::BatchNorm2d(out)));
     }
   }
-  torch::Tensor forward(torch::Tensor input) {
+  torch::Tensor forward(const torch::Tensor& input) {
     auto x = input;
     for (size_t i = 0; i < convs_.size(); ++i) {
       x = norms_[i]->forward(convs_[i]->forward(x));

@@ -109,8 +109,8 @@ ModelInfo transformer_info() {
   info.forward_flops_per_sample = [](const Shape& s, int64_t c) {
     return 2 * models::transformer_forward_macs(s, c);
   };
-  info.make_sample = [](torch::Tensor input, torch::Tensor target, int64_t num_classes,
-                        at::Generator& generator) {
+  info.make_sample = [](const torch::Tensor& input, const torch::Tensor& target,
+                        int64_t num_classes, at::Generator& generator) {
     input.random_(0, models::kTransformerVocab, generator);
     target.random_(0, num_classes, generator);
   };
@@ -131,8 +131,8 @@ const std::map<std::string, ModelInfo>& registry() {
 
 }  // namespace
 
-void make_normal_sample(torch::Tensor input, torch::Tensor target, int64_t num_classes,
-                        at::Generator& generator) {
+void make_normal_sample(const torch::Tensor& input, const torch::Tensor& target,
+                        int64_t num_classes, at::Generator& generator) {
   input.normal_(0.0, 1.0, generator);
   target.random_(0, num_classes, generator);
 }

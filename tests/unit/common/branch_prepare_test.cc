@@ -81,7 +81,7 @@ TEST(BranchPrepare, FailureGivesTheExitStatusAndTheOutputTail) {
     throw_if_failed(outcome);
     FAIL() << "expected PrepareError";
   } catch (const PrepareError& e) {
-    EXPECT_EQ(e.phase(), "prepare");
+    EXPECT_EQ(e.phase(), FailurePhase::kPrepare);
     EXPECT_EQ(std::string(e.what()), outcome.reason);
     EXPECT_EQ(e.outcome().exit_status, 3);
   }

@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
+#include <type_traits>
+#include <utility>
 
+#include "common/resolved_matrix.h"
 #include "common/results_store.h"
 #include "tests/unit/common/git_test_fixture.h"
 #include "tests/unit/common/results_store_test_util.h"
@@ -49,32 +53,50 @@ TEST(BranchResolution, UrlRepoIsRefused) {
 
 TEST(BranchResolution, CellsGetTheirBranchCommitAndNewIds) {
   const FixtureRepo fixture;
-  ExpandedMatrix matrix = load_matrix(write_branch_matrix(fixture));
-  ASSERT_EQ(matrix.cells.size(), 4U);
+  const auto path = write_branch_matrix(fixture);
+  const ExpandedMatrix checked = load_matrix(path);  // `validate`: no git, no commits
+  ASSERT_EQ(checked.cells.size(), 4U);
   std::set<std::string> unresolved_ids;
-  for (const auto& cell : matrix.cells) {
+  for (const auto& cell : checked.cells) {
     EXPECT_TRUE(cell.commit.empty());
     unresolved_ids.insert(cell.cell_id);
   }
-  const auto commits = resolve_matrix_commits(matrix);
+  const auto commits = resolve_matrix_commits(checked);
   ASSERT_EQ(commits.size(), 2U);
   EXPECT_EQ(commits.at("main"), fixture.main_commit);
   EXPECT_EQ(commits.at("feature"), fixture.feature_commit);
-  apply_commits(matrix, commits);
+  const ResolvedMatrix matrix = resolve_matrix(path, {});
   std::set<std::string> resolved_ids;
-  for (const auto& cell : matrix.cells) {
-    EXPECT_EQ(cell.commit, cell.branch == "main" ? fixture.main_commit : fixture.feature_commit);
+  for (const auto& cell : matrix.cells()) {
+    EXPECT_EQ(cell.commit, commits.at(cell.branch));
     EXPECT_EQ(cell.cell_id, compute_cell_id(cell));
     EXPECT_EQ(unresolved_ids.count(cell.cell_id), 0U) << "the id must include the commit";
     resolved_ids.insert(cell.cell_id);
   }
   EXPECT_EQ(resolved_ids.size(), 4U);
+  ASSERT_EQ(matrix.cell_ids().size(), 4U);
+  EXPECT_EQ(matrix.cell_ids().front(), matrix.cells().front().cell_id);
+  EXPECT_TRUE(matrix.branches().at("main").worktree.empty()) << "read-only: no worktree";
+}
+
+// Note [Resolve once]: a resolved matrix hands out its cells only as const, and only
+// resolve_matrix makes one, so no field can change after the id was computed from it.
+TEST(BranchResolution, ResolvedCellsCannotBeChanged) {
+  using Cells = decltype(std::declval<ResolvedMatrix&>().cells());
+  static_assert(std::is_same_v<Cells, const std::vector<CellSpec>&>);
+  using Matrix = decltype(std::declval<ResolvedMatrix&>().matrix());
+  static_assert(std::is_same_v<Matrix, const ExpandedMatrix&>);
+  static_assert(!std::is_constructible_v<ResolvedMatrix, ExpandedMatrix,
+                                         std::map<std::string, ResolvedBranch>>);
+  static_assert(!std::is_default_constructible_v<ResolvedMatrix>);
+  SUCCEED();
 }
 
 TEST(BranchResolution, CheckoutMakesOneWorktreePerBranch) {
   const FixtureRepo fixture;
-  ExpandedMatrix matrix = load_matrix(write_branch_matrix(fixture));
-  const auto branches = checkout_matrix_branches(matrix, fixture.work);
+  const ResolvedMatrix matrix =
+      resolve_matrix(write_branch_matrix(fixture), {.limits = {}, .work_dir = fixture.work});
+  const auto& branches = matrix.branches();
   ASSERT_EQ(branches.size(), 2U);
   const ResolvedBranch& main = branches.at("main");
   const ResolvedBranch& feature = branches.at("feature");
@@ -85,8 +107,9 @@ TEST(BranchResolution, CheckoutMakesOneWorktreePerBranch) {
   EXPECT_FALSE(std::filesystem::exists(main.worktree / "b.txt"));
   EXPECT_FALSE(main.commit_date_iso.empty());
   EXPECT_FALSE(main.dirty);
-  apply_commits(matrix, commits_of(branches));
-  for (const auto& cell : matrix.cells) EXPECT_EQ(cell.commit, branches.at(cell.branch).commit);
+  for (const auto& cell : matrix.cells()) {
+    EXPECT_EQ(cell.commit, branches.at(cell.branch).commit);
+  }
 }
 
 TEST(BranchResolution, DirtyCheckoutOfTheBenchmarkedCommitIsReported) {

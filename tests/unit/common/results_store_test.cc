@@ -156,16 +156,17 @@ TEST(ResultsStore, FailedRankDecidesStatus) {
   const CellSpec cell = testing_util::train_cell(8, 3, 1, 5);
   auto ranks = testing_util::full_results(cell);
   ranks[1].status = CellStatus::kOom;
-  ranks[1].failed_phase = "backward";
+  ranks[1].failed_phase = FailurePhase::kBackward;
   ranks[1].reason = "CUDA out of memory";
   ranks[2].status = CellStatus::kFailed;
-  ranks[2].failed_phase = "comm";
+  ranks[2].failed_phase = FailurePhase::kCommunication;
   ranks[2].reason = "peer failed";
   store.complete_cell(cell, ranks);
   const StoredCell stored = store.cells().at(cell.cell_id);
   EXPECT_EQ(CellStatus::kOom, stored.status);
   EXPECT_EQ("backward", stored.failed_phase);
-  EXPECT_EQ("CUDA out of memory", stored.reason);
+  // The one cell_outcome rule: the first non-ok rank, named in the reason.
+  EXPECT_EQ("rank " + std::to_string(ranks[1].world_rank) + ": CUDA out of memory", stored.reason);
   EXPECT_THROW(store.complete_cell(cell, {}), Error);
 }
 
@@ -178,13 +179,14 @@ TEST(ResultsStore, SkippedAndWithoutResults) {
   store.complete_cell(done, testing_util::full_results(done));
   store.mark_skipped(skipped, "needs 2 workers, the job has 1");
   // A finished cell later recorded as timed out loses its stale datasets.
-  store.finish_cell_without_results(done, CellStatus::kTimeout, "step", "timeout after 600 s");
+  store.finish_cell_without_results(done, CellStatus::kTimeout, FailurePhase::kWatchdog,
+                                    "timeout after 600 s");
   const auto cells = read_results_overview(path)["cells"];
   EXPECT_EQ("skipped", cells[skipped.cell_id]["status"]);
   EXPECT_EQ("needs 2 workers, the job has 1", cells[skipped.cell_id]["reason"]);
   EXPECT_EQ(nlohmann::json::array(), cells[skipped.cell_id]["ranks"]);
   EXPECT_EQ("timeout", cells[done.cell_id]["status"]);
-  EXPECT_EQ("step", cells[done.cell_id]["failed_phase"]);
+  EXPECT_EQ("watchdog", cells[done.cell_id]["failed_phase"]);
   EXPECT_TRUE(cells[done.cell_id]["datasets"].empty());
   EXPECT_TRUE(cells[done.cell_id]["summary"].is_null());
   EXPECT_EQ(cells[done.cell_id]["spec"], to_json(done));

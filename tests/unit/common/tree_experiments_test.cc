@@ -12,6 +12,7 @@
 
 #include "common/branch_resolution.h"
 #include "common/git_repo.h"
+#include "common/resolved_matrix.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {
@@ -74,14 +75,8 @@ struct TreeFixture {
   }
 };
 
-/// load_matrix + resolve_matrix_commits + apply_commits + resolve_tree_experiments, as `plan`.
-ExpandedMatrix plan(const std::filesystem::path& path) {
-  ExpandedMatrix matrix = load_matrix(path);
-  const auto commits = resolve_matrix_commits(matrix);
-  apply_commits(matrix, commits);
-  resolve_tree_experiments(matrix, commits);
-  return matrix;
-}
+/// resolve_matrix with read-only git, as `plan`.
+ExpandedMatrix plan(const std::filesystem::path& path) { return resolve_matrix(path, {}).matrix(); }
 
 std::vector<const CellSpec*> cells_of(const ExpandedMatrix& matrix, const std::string& experiment,
                                       const std::string& branch) {
@@ -167,19 +162,16 @@ TEST(TreeExperiments, EachBranchsCellsComeFromItsOwnFile) {
   EXPECT_EQ(ids.size(), matrix.cells.size());
 }
 
-TEST(TreeExperiments, ResolvingBeforeOrAfterApplyCommitsGivesTheSameCells) {
+TEST(TreeExperiments, ResolvingAgainGivesTheSameCells) {
   const TreeFixture tree;
   const auto path = tree.matrix(kInlineAndSeg);
-  const ExpandedMatrix after = plan(path);
-  ExpandedMatrix before = load_matrix(path);
-  const auto commits = resolve_matrix_commits(before);
-  resolve_tree_experiments(before, commits);
-  ASSERT_EQ(before.cells.size(), after.cells.size());
-  for (size_t i = 0; i < before.cells.size(); ++i) {
-    EXPECT_EQ(before.cells[i].cell_id, after.cells[i].cell_id);
+  const ExpandedMatrix first = plan(path);
+  const ExpandedMatrix second = plan(path);
+  ASSERT_EQ(first.cells.size(), 5U);
+  ASSERT_EQ(second.cells.size(), first.cells.size());
+  for (size_t i = 0; i < first.cells.size(); ++i) {
+    EXPECT_EQ(first.cells[i].cell_id, second.cells[i].cell_id);
   }
-  resolve_tree_experiments(before, commits);  // idempotent
-  EXPECT_EQ(before.cells.size(), after.cells.size());
 }
 
 TEST(TreeExperiments, EntryKeysOverrideTheFile) {
@@ -217,9 +209,9 @@ TEST(TreeExperiments, MissingFileNamesEntryBranchCommitAndPath) {
   commit_files(tree.fixture.repo, "feature",
                {{"configs/experiment/only_feature.yaml", "model: mlp\n"}});
   const auto path = tree.matrix(kInlineAndSeg + "  - experiment: only_feature\n");
-  ExpandedMatrix matrix = load_matrix(path);  // validate: fine, no git
+  const ExpandedMatrix matrix = load_matrix(path);  // validate: fine, no git
   const auto commits = resolve_matrix_commits(matrix);
-  const std::string message = matrix_error([&] { resolve_tree_experiments(matrix, commits); });
+  const std::string message = matrix_error([&] { resolve_matrix(path, {}); });
   ASSERT_FALSE(message.empty());
   EXPECT_TRUE(contains(message, path.string() +
                                     ":10:17: experiments[2].experiment: "
@@ -229,7 +221,6 @@ TEST(TreeExperiments, MissingFileNamesEntryBranchCommitAndPath) {
       << message;
   EXPECT_TRUE(contains(message, "Add the file to that branch")) << message;
   EXPECT_FALSE(contains(message, "ref feature")) << "feature has the file: " << message;
-  EXPECT_FALSE(matrix.tree_experiments_resolved);
 }
 
 TEST(TreeExperiments, ProblemsInTheFilePointIntoItNamingTheBranch) {
@@ -354,14 +345,12 @@ TEST(TreeExperiments, ExcludesApplyToTreeCellsAndUnmatchedRulesWarnAfterResoluti
                                 "exclude:\n"
                                 "  - {experiment: seg, branch: feature, batch_size: 4}\n"
                                 "  - {experiment: nothing}\n");
-  ExpandedMatrix matrix = load_matrix(path);
-  EXPECT_TRUE(matrix.warnings.empty()) << "deferred until the tree cells are known";
-  const auto commits = resolve_matrix_commits(matrix);
-  const auto added = resolve_tree_experiments(matrix, commits);
+  EXPECT_TRUE(load_matrix(path).warnings.empty()) << "deferred until the tree cells are known";
+  const ExpandedMatrix matrix = plan(path);
+  const auto& added = matrix.warnings;
   ASSERT_EQ(added.size(), 1U);
   EXPECT_TRUE(contains(added[0], path.string() + ":8:5:")) << added[0];
   EXPECT_TRUE(contains(added[0], "matches no cell")) << added[0];
-  EXPECT_EQ(matrix.warnings, added);
   ASSERT_EQ(matrix.cells.size(), 2U);  // main 2; feature 2 (4 excluded)
   for (const auto& cell : matrix.cells) EXPECT_EQ(cell.batch_size, 2);
 }

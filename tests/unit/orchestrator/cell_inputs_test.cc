@@ -69,7 +69,7 @@ class CellInputsTest : public ::testing::Test {
       return error;
     }
     ADD_FAILURE() << "expected CellError(inputs)";
-    return CellError("", "");
+    return CellError(FailurePhase::kNone, "");
   }
 
   fs::path root_;
@@ -172,7 +172,7 @@ TEST_F(CellInputsTest, AMissingModelFailsTheCellNamingPathAndBranch) {
   CellSpec cell = branch_cell("feature/exp");
   cell.model = {"", "models/missing.pt"};
   const CellError error = attach_error(inputs, cell);
-  EXPECT_EQ(error.phase(), "inputs");
+  EXPECT_EQ(to_string(error.phase()), "inputs");
   expect_contains(error.what(),
                   {"model.torchscript", "'models/missing.pt'", "branch feature/exp",
                    "commit 0123456789ab", (root_ / "wt-exp" / "models" / "missing.pt").string(),
@@ -184,7 +184,7 @@ TEST_F(CellInputsTest, AMissingDataFileOrCheckpointFailsTheCell) {
   CellSpec cell = branch_cell("main");
   cell.data = {"hdf5", "data/train.h5", "x", "y"};
   CellError error = attach_error(inputs, cell);
-  EXPECT_EQ(error.phase(), "inputs");
+  EXPECT_EQ(to_string(error.phase()), "inputs");
   expect_contains(error.what(), {"data.hdf5", "'data/train.h5'", "branch main",
                                  (root_ / "wt-main" / "data" / "train.h5").string()});
 
@@ -195,7 +195,7 @@ TEST_F(CellInputsTest, AMissingDataFileOrCheckpointFailsTheCell) {
   cell.mode = Mode::kInfer;
   cell.checkpoint = "ckpt/weights.pt";
   error = attach_error(inputs, cell);
-  EXPECT_EQ(error.phase(), "inputs");
+  EXPECT_EQ(to_string(error.phase()), "inputs");
   expect_contains(error.what(), {"checkpoint", "'ckpt/weights.pt'", "branch main",
                                  (root_ / "wt-main" / "ckpt" / "weights.pt").string()});
 
@@ -211,7 +211,7 @@ TEST_F(CellInputsTest, NoRepoCellsResolveAgainstTheMatrixFolder) {
   cell.commit.clear();
   cell.model = {"", "net.pt"};
   const CellError error = attach_error(inputs, cell);
-  EXPECT_EQ(error.phase(), "inputs");
+  EXPECT_EQ(to_string(error.phase()), "inputs");
   expect_contains(error.what(), {"the matrix file's folder", (root_ / "matrix" / "net.pt").string(),
                                  "relative to the matrix file's folder"});
 

@@ -41,7 +41,7 @@ RankResult rank(int world_rank, CellStatus status, const std::string& reason = "
   RankResult result;
   result.world_rank = world_rank;
   result.status = status;
-  result.failed_phase = status == CellStatus::kOk ? "" : "forward";
+  result.failed_phase = status == CellStatus::kOk ? FailurePhase::kNone : FailurePhase::kForward;
   result.reason = reason;
   return result;
 }
@@ -52,7 +52,7 @@ TEST(CellOutcome, FirstNonOkRankDecides) {
   const auto outcome = cell_outcome({rank(1, CellStatus::kOk), rank(2, CellStatus::kOom, "CUDA"),
                                      rank(3, CellStatus::kFailed, "x")});
   EXPECT_EQ(outcome.status, CellStatus::kOom);
-  EXPECT_EQ(outcome.failed_phase, "forward");
+  EXPECT_EQ(outcome.failed_phase, FailurePhase::kForward);
   EXPECT_EQ(outcome.reason, "rank 2: CUDA");
 }
 

@@ -17,13 +17,9 @@ TEST(CpuThreads, CoresAreSharedAmongLocalWorkers) {
 }
 
 TEST(CpuThreads, ConfigureSetsTorchsPool) {
-  WorkerContext context;
-  context.node_cores = 4;
-  context.local_workers = 2;
-  EXPECT_EQ(configure_cpu_threads(context), 2);
+  EXPECT_EQ(configure_cpu_threads(4, 2), 2);
   EXPECT_EQ(at::get_num_threads(), 2);
-  context.local_workers = 4;
-  EXPECT_EQ(configure_cpu_threads(context), 1);
+  EXPECT_EQ(configure_cpu_threads(4, 4), 1);
   EXPECT_EQ(at::get_num_threads(), 1);
 }
 

@@ -76,7 +76,7 @@ void expect_cell_error(const std::string& phase, const std::vector<std::string>&
     body();
     FAIL() << "expected CellError(" << phase << ")";
   } catch (const CellError& error) {
-    EXPECT_EQ(error.phase(), phase) << error.what();
+    EXPECT_EQ(to_string(error.phase()), phase) << error.what();
     for (const auto& needle : needles) {
       EXPECT_NE(std::string(error.what()).find(needle), std::string::npos)
           << "'" << needle << "' not in: " << error.what();

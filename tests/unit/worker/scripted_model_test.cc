@@ -59,7 +59,7 @@ void expect_cell_error(const std::string& phase, const std::string& needle, Body
     body();
     FAIL() << "expected CellError(" << phase << ")";
   } catch (const CellError& error) {
-    EXPECT_EQ(error.phase(), phase) << error.what();
+    EXPECT_EQ(to_string(error.phase()), phase) << error.what();
     EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
   }
 }

@@ -160,7 +160,7 @@ TEST(Checkpoint, LoadsAStateDictAndNamesMismatches) {
     load_state_dict(models::named_state(*wrong), path.string());
     FAIL() << "expected a shape mismatch";
   } catch (const CellError& error) {
-    EXPECT_EQ(error.phase(), "checkpoint_load");
+    EXPECT_EQ(to_string(error.phase()), "checkpoint_load");
     EXPECT_NE(std::string(error.what()).find("0.weight"), std::string::npos) << error.what();
   }
   EXPECT_THROW(load_state_dict(models::named_state(*target), "/nonexistent.pt"), CellError);

@@ -1,4 +1,4 @@
-#include "orchestrator/worker_loop.h"
+#include "protocol/worker_loop.h"
 
 #include <algorithm>
 #include <chrono>
@@ -27,7 +27,7 @@ MPI_Status wait_for_message_from_orchestrator() {
 }
 
 RankResult failed_result(const Assignment& assignment, const WorkerContext& context,
-                         const std::string& phase, const std::string& reason) {
+                         FailurePhase phase, const std::string& reason) {
   RankResult result;
   result.status = CellStatus::kFailed;
   result.failed_phase = phase;
@@ -53,13 +53,13 @@ RankResult run_assignment(CellRunner& runner, const Assignment& assignment,
     result = runner.run(assignment, group.get(), context);
   } catch (const FatalError& e) {
     SB_LOG(error) << "fatal error in cell: " << e.what();
-    result = failed_result(assignment, context, "fatal", e.what());
-    result.metrics["fatal"] = 1.0;
+    result = failed_result(assignment, context, FailurePhase::kFatal, e.what());
+    result.fatal = true;
   } catch (const CellError& e) {
     result = failed_result(assignment, context, e.phase(), e.what());
     if (dynamic_cast<const OutOfMemoryError*>(&e) != nullptr) result.status = CellStatus::kOom;
   } catch (const std::exception& e) {
-    result = failed_result(assignment, context, "worker", e.what());
+    result = failed_result(assignment, context, FailurePhase::kWorker, e.what());
   }
   result.cell_id = assignment.cell.cell_id;
   result.group_rank = static_cast<int>(position);

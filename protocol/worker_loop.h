@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "common/messages.h"
-#include "orchestrator/cell_runner.h"
+#include "protocol/cell_runner.h"
 
 namespace scalebench {
 
@@ -24,7 +24,7 @@ void send_hello(const WorkerContext& context, CellRunner& runner);
 /// Serves assignments from rank 0 until Tag::kShutdown: for each, creates the group
 /// communicator (members only), runs the cell through `runner` and sends the RankResult
 /// to rank 0. A FatalError from the runner is reported to rank 0 as a failed result with
-/// metric `fatal` = 1 (rank 0 then ends the job); any other exception that escapes the
+/// `fatal` set (rank 0 then ends the job); any other exception that escapes the
 /// runner is recorded as a failed result (phase `worker`) and the loop goes on. Idle
 /// waiting polls with short sleeps so a waiting worker leaves the CPU to others.
 /// Returns the number of cells this rank ran.

@@ -1,7 +1,8 @@
-// The seam between the orchestrator's worker loop and the benchmarks.
+// The seam between the worker rank's loop and the benchmarks.
 //
-// The orchestrator library holds no Torch code: a worker rank's loop receives an
-// Assignment, makes the cell's group communicator and hands both to a CellRunner.
+// The protocol layer holds no Torch code: a worker rank's loop (protocol/worker_loop.h)
+// receives an Assignment, makes the cell's group communicator and hands both to a
+// CellRunner.
 // worker/ provides the LibTorch implementation (make_torch_cell_runner); tests provide a
 // fake one, so the protocol is tested without models or GPUs.
 #pragma once

@@ -1,4 +1,4 @@
-#include "orchestrator/signals.h"
+#include "protocol/signals.h"
 
 #include <array>
 

@@ -1,0 +1,253 @@
+// The settings table: every setting of a cell, once. See Note [Settings table].
+#include <type_traits>
+
+#include "common/settings.h"
+
+namespace scalebench {
+namespace {
+
+// Enum <-> name for the accessors below.
+template <typename Enum>
+Enum parse_name(const std::string& text) {
+  std::optional<Enum> value;
+  if constexpr (std::is_same_v<Enum, Mode>) value = parse_mode(text);
+  if constexpr (std::is_same_v<Enum, Precision>) value = parse_precision(text);
+  if constexpr (std::is_same_v<Enum, Device>) value = parse_device(text);
+  if constexpr (std::is_same_v<Enum, Backend>) value = parse_backend(text);
+  return value.value_or(Enum{});  // names are checked against `choices` before a set
+}
+
+/// SettingValue of a CellSpec member of any setting type.
+template <typename T>
+SettingValue to_value(const T& member) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return member;
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<int64_t>(member);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<double>(member);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return member;
+  } else {
+    return to_string(member);
+  }
+}
+
+template <typename T>
+void from_value(T& member, const SettingValue& value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    member = std::get<bool>(value);
+  } else if constexpr (std::is_integral_v<T>) {
+    member = static_cast<T>(std::get<int64_t>(value));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    member = static_cast<T>(std::get<double>(value));
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    member = std::get<std::string>(value);
+  } else {
+    member = parse_name<T>(std::get<std::string>(value));
+  }
+}
+
+/// Getter and setter of `CellSpec::*Member`.
+template <auto Member>
+SettingValue get(const CellSpec& cell) {
+  return to_value(cell.*Member);
+}
+template <auto Member>
+void set(CellSpec& cell, const SettingValue& value) {
+  from_value(cell.*Member, value);
+}
+/// Of `CellSpec::optimizer.*Member`.
+template <auto Member>
+SettingValue get_optimizer(const CellSpec& cell) {
+  return to_value(cell.optimizer.*Member);
+}
+template <auto Member>
+void set_optimizer(CellSpec& cell, const SettingValue& value) {
+  from_value(cell.optimizer.*Member, value);
+}
+
+constexpr double kMaxBatchSize = 1 << 20;  // above: a typo
+constexpr double kMaxIterations = 1'000'000;
+constexpr double kMaxBucketBytes = 68719476736.0;  // 64 GiB
+constexpr double kMaxWorldSize = 1 << 20;          // the machine's limit: MatrixLimits
+constexpr double kMaxSeed = 9007199254740992.0;    // 2^53: exact in every JSON reader
+constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
+
+using enum SettingType;
+
+}  // namespace
+
+// The rows name only the fields they set; the others keep SettingDef's member initialisers.
+// GCC 12 warns about that for designated initialisers (GCC bug 96868), hence:
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+const std::vector<SettingDef>& settings_table() {
+  static const std::vector<SettingDef> table{
+      // --- the axes, outermost first -------------------------------------------------
+      {.key = "mode",
+       .list_key = "modes",
+       .json_key = "mode",
+       .type = kName,
+       .choices = {"train", "infer"},
+       .doc = "train (DDP training step) or infer (sharded inference)",
+       .axis = true,
+       .get = get<&CellSpec::mode>,
+       .set = set<&CellSpec::mode>},
+      {.key = "batch_size",
+       .list_key = "batch_sizes",
+       .json_key = "batch_size",
+       .type = kInt,
+       .minimum = 1,
+       .maximum = kMaxBatchSize,
+       .doc = "per-rank batch size",
+       .axis = true,
+       .get = get<&CellSpec::batch_size>,
+       .set = set<&CellSpec::batch_size>},
+      {.key = "world_size",
+       .list_key = "world_sizes",
+       .json_key = "world_size",
+       .type = kInt,
+       .minimum = 1,
+       .maximum = kMaxWorldSize,
+       .doc = "worker ranks of the cell's group (GPUs, or CPU slots)",
+       .axis = true,
+       .get = get<&CellSpec::world_size>,
+       .set = set<&CellSpec::world_size>},
+      {.key = "precision",
+       .list_key = "precisions",
+       .json_key = "precision",
+       .type = kName,
+       .choices = {"fp32", "fp16", "bf16"},
+       .doc = "fp32, or fp16 / bf16 autocast",
+       .axis = true,
+       .get = get<&CellSpec::precision>,
+       .set = set<&CellSpec::precision>},
+      // --- the loop ---------------------------------------------------------------------
+      {.key = "warmup",
+       .json_key = "warmup_iterations",
+       .type = kInt,
+       .minimum = 0,
+       .maximum = kMaxIterations,
+       .doc = "warm-up iterations (run, stored, flagged)",
+       .get = get<&CellSpec::warmup_iterations>,
+       .set = set<&CellSpec::warmup_iterations>},
+      {.key = "iterations",
+       .json_key = "measured_iterations",
+       .type = kInt,
+       .minimum = 1,
+       .maximum = kMaxIterations,
+       .doc = "measured iterations (inference: batches per rank)",
+       .get = get<&CellSpec::measured_iterations>,
+       .set = set<&CellSpec::measured_iterations>},
+      {.key = "samples",
+       .json_key = "samples",
+       .type = kInt,
+       .minimum = 0,
+       .maximum = 1e15,
+       .doc = "inference dataset size, all ranks together; 0 = batch x world x iterations",
+       .get = get<&CellSpec::samples>,
+       .set = set<&CellSpec::samples>},
+      {.key = "seed",
+       .json_key = "seed",
+       .type = kInt,
+       .minimum = 0,
+       .maximum = kMaxSeed,
+       .doc = "seed of the weights and the synthetic data",
+       .get = get<&CellSpec::seed>,
+       .set = set<&CellSpec::seed>},
+      {.key = "timeout_s",
+       .json_key = "timeout_s",
+       .type = kNumber,
+       .unit = "s",
+       .minimum = 0,
+       .maximum = kMaxTimeoutS,
+       .exclusive_minimum = true,
+       .doc = "time limit of the cell; past it the cell is recorded as timeout",
+       .get = get<&CellSpec::timeout_s>,
+       .set = set<&CellSpec::timeout_s>},
+      // --- where and how it runs ------------------------------------------------------
+      {.key = "device",
+       .json_key = "device",
+       .type = kName,
+       .choices = {"auto", "cpu", "cuda"},
+       .doc = "auto (a GPU when there is one), cpu or cuda",
+       .get = get<&CellSpec::device>,
+       .set = set<&CellSpec::device>},
+      {.key = "backend",
+       .json_key = "backend",
+       .type = kName,
+       .choices = {"auto", "mpi", "nccl"},
+       .doc = "gradient allreduce: auto (nccl on GPU, mpi on CPU), mpi or nccl",
+       .get = get<&CellSpec::backend>,
+       .set = set<&CellSpec::backend>},
+      {.key = "bucket_bytes",
+       .json_key = "bucket_bytes",
+       .type = kInt,
+       .unit = "bytes",
+       .minimum = 1,
+       .maximum = kMaxBucketBytes,
+       .doc = "DDP gradient bucket size",
+       .get = get<&CellSpec::bucket_bytes>,
+       .set = set<&CellSpec::bucket_bytes>},
+      {.key = "first_bucket_bytes",
+       .json_key = "first_bucket_bytes",
+       .type = kInt,
+       .unit = "bytes",
+       .minimum = 1,
+       .maximum = kMaxBucketBytes,
+       .doc = "DDP first (smallest) bucket size",
+       .get = get<&CellSpec::first_bucket_bytes>,
+       .set = set<&CellSpec::first_bucket_bytes>},
+      {.key = "channels_last",
+       .json_key = "channels_last",
+       .type = kBool,
+       .doc = "channels-last memory format for 4-D/5-D inputs and weights",
+       .get = get<&CellSpec::channels_last>,
+       .set = set<&CellSpec::channels_last>},
+      {.key = "tf32",
+       .json_key = "tf32",
+       .type = kBool,
+       .doc = "allow TF32 matmul and convolution on GPU",
+       .get = get<&CellSpec::tf32>,
+       .set = set<&CellSpec::tf32>},
+      // --- the optimizer (training) -----------------------------------------------------
+      {.key = "optimizer.name",
+       .json_key = "optimizer.name",
+       .type = kName,
+       .choices = {"sgd", "adam", "adamw"},
+       .doc = "training optimizer: sgd, adam or adamw",
+       .get = get_optimizer<&OptimizerSpec::name>,
+       .set = set_optimizer<&OptimizerSpec::name>},
+      {.key = "optimizer.lr",
+       .json_key = "optimizer.lr",
+       .type = kNumber,
+       .minimum = 0,
+       .maximum = 10,
+       .exclusive_minimum = true,
+       .doc = "learning rate",
+       .get = get_optimizer<&OptimizerSpec::lr>,
+       .set = set_optimizer<&OptimizerSpec::lr>},
+      {.key = "optimizer.momentum",
+       .json_key = "optimizer.momentum",
+       .type = kNumber,
+       .minimum = 0,
+       .maximum = 1,
+       .exclusive_maximum = true,
+       .doc = "SGD momentum",
+       .get = get_optimizer<&OptimizerSpec::momentum>,
+       .set = set_optimizer<&OptimizerSpec::momentum>},
+      {.key = "optimizer.weight_decay",
+       .json_key = "optimizer.weight_decay",
+       .type = kNumber,
+       .minimum = 0,
+       .maximum = 1e6,
+       .doc = "weight decay",
+       .get = get_optimizer<&OptimizerSpec::weight_decay>,
+       .set = set_optimizer<&OptimizerSpec::weight_decay>},
+  };
+  return table;
+}
+#pragma GCC diagnostic pop
+
+}  // namespace scalebench

@@ -1,0 +1,139 @@
+#include "orchestrator/orchestrator_rank.h"
+
+#include <iostream>
+
+#include "common/error.h"
+#include "common/exit_status.h"
+#include "common/logging.h"
+#include "common/mpi_comm.h"
+#include "orchestrator/cell_inputs.h"
+#include "orchestrator/orchestrator.h"
+#include "orchestrator/prepare_steps.h"
+#include "orchestrator/run_preparation.h"
+#include "orchestrator/summary_table.h"
+#include "protocol/job_control.h"
+#include "protocol/signals.h"
+
+namespace scalebench {
+namespace {
+
+/// The results store as the orchestrator's sink (every call durable on return).
+class StoreSink : public ResultSink {
+ public:
+  explicit StoreSink(ResultsStore& store) : store_(store) {}
+  void mark_running(const CellSpec& cell, const std::vector<int>& ranks) override {
+    store_.mark_running(cell, ranks);
+  }
+  void mark_skipped(const CellSpec& cell, const std::string& reason) override {
+    store_.mark_skipped(cell, reason);
+  }
+  void complete(const CellSpec& cell, const std::vector<RankResult>& results) override {
+    store_.complete_cell(cell, results);
+  }
+  void finish_without_results(const CellSpec& cell, CellStatus status, FailurePhase phase,
+                              const std::string& reason) override {
+    store_.finish_cell_without_results(cell, status, phase, reason);
+  }
+
+ private:
+  ResultsStore& store_;
+};
+
+std::map<std::string, std::filesystem::path> worktrees_of(
+    const std::map<std::string, ResolvedBranch>& branches) {
+  std::map<std::string, std::filesystem::path> worktrees;
+  for (const auto& [ref, branch] : branches) worktrees.emplace(ref, branch.worktree);
+  return worktrees;
+}
+
+/// The exit status from the file's final state of the matrix's cells.
+int final_exit_status(const PreparedRun& prepared, const OrchestratorOutcome& outcome) {
+  const auto stored = prepared.store->cells();
+  bool unfinished = false;
+  bool failed = false;
+  for (const auto& cell : prepared.matrix->cells()) {
+    const auto it = stored.find(cell.cell_id);
+    if (it == stored.end() || it->second.status == CellStatus::kRunning ||
+        it->second.status == CellStatus::kInterrupted) {
+      unfinished = true;
+    } else if (it->second.status != CellStatus::kOk) {
+      failed = true;
+    }
+  }
+  if (outcome.interrupted && unfinished) return kExitInterrupted;
+  if (failed || unfinished) return kExitCellsFailed;
+  return kExitOk;
+}
+
+LogOptions rank0_log_options(const RunOptions& options) {
+  LogOptions log;
+  log.verbosity = options.verbosity;
+  log.rank = 0;
+  log.console = true;
+  log.log_dir = options.effective_log_dir();
+  return log;
+}
+
+}  // namespace
+
+int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker) {
+  const StopSignalHandler signals;  // See Note [Stop signals]
+  const auto hellos = collect_hellos(world_size());
+  PreparedRun prepared;
+  int go = kExitOk;
+  try {
+    prepared = prepare_run(options, hellos, worker);
+  } catch (const InputError& e) {
+    std::cerr << e.what() << "\n";
+    go = kExitBadInput;
+  } catch (const Error& e) {
+    std::cerr << "scalebench: " << e.what() << "\n";
+    go = kExitInfrastructure;
+  }
+  if (broadcast_status(go) != kExitOk) return go;
+  init_logging(rank0_log_options(options));
+  const ResolvedMatrix& matrix = *prepared.matrix;
+  SB_LOG(info) << "scalebench run: " << prepared.to_run.size() << " cells on " << hellos.size()
+               << " workers, scheduling " << to_string(prepared.scheduling) << ", results "
+               << options.output_path.string();
+  OrchestratorOptions orchestration;
+  orchestration.scheduling = prepared.scheduling;
+  orchestration.fail_fast = options.fail_fast;
+  orchestration.watchdog_grace_s = options.watchdog_grace_s;
+  orchestration.already_done = prepared.already_done;
+  orchestration.total_cells = matrix.cells().size();
+  StoreSink sink(*prepared.store);
+  CellInputs inputs(std::filesystem::absolute(options.matrix_path).parent_path(),
+                    worktrees_of(matrix.branches()));
+  orchestration.attach_inputs = [&inputs](const CellSpec& cell, Assignment& assignment) {
+    inputs.attach(cell, assignment);
+  };
+  OrchestratorOutcome outcome;
+  int status = kExitOk;
+  try {
+    auto steps = run_prepare_steps(matrix.matrix(), matrix.branches(), std::move(prepared.to_run),
+                                   options.effective_log_dir(), sink);
+    prepared.to_run = std::move(steps.to_run);
+    orchestration.already_done += steps.failed_cells;
+    if (options.fail_fast && steps.failed_cells > 0) {
+      SB_LOG(warning) << "--fail-fast: a prepare step failed; no cell is started";
+      prepared.to_run.clear();
+    }
+    outcome = run_orchestrator(prepared.to_run, hellos, sink, orchestration);
+    if (outcome.abort_message) abort_job(*outcome.abort_message, outcome.abort_status);
+    shutdown_workers(world_size());
+    prepared.store->set_end_time(iso8601_utc_now());
+    status = final_exit_status(prepared, outcome);
+    std::cout << format_summary_table(summary_rows(read_results_overview(options.output_path)))
+              << std::flush;
+  } catch (const Error& e) {
+    abort_job(std::string("results or MPI failure on rank 0: ") + e.what(), kExitInfrastructure);
+  }
+  if (status == kExitInterrupted) {
+    SB_LOG(warning) << "interrupted: " << outcome.not_started
+                    << " cell(s) not started; rerun with --resume to finish";
+  }
+  return broadcast_status(status);
+}
+
+}  // namespace scalebench

@@ -1,0 +1,91 @@
+#include "orchestrator/run_preparation.h"
+
+#include <set>
+
+#include "common/branch_resolution.h"
+#include "common/logging.h"
+#include "common/mpi_comm.h"
+#include "common/provenance.h"
+#include "orchestrator/orchestrator.h"
+
+namespace scalebench {
+namespace {
+
+nlohmann::json devices_json(const std::vector<WorkerHello>& hellos) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& h : hellos) {
+    devices.push_back({{"rank", h.world_rank}, {"host", h.host}, {"device", h.device}});
+  }
+  return devices;
+}
+
+Provenance make_provenance(const RunOptions& options, const ResolvedMatrix& matrix,
+                           const std::vector<WorkerHello>& hellos, const WorkerFactory& worker) {
+  Provenance provenance = collect_provenance(options.argv, options.matrix_path.string(),
+                                             matrix.matrix().text, matrix.cell_ids(), world_size());
+  if (worker.library_versions) {
+    const auto versions = worker.library_versions();
+    auto get = [&](const char* key) {
+      const auto it = versions.find(key);
+      return it == versions.end() ? std::string() : it->second;
+    };
+    provenance.torch_version = get("torch");
+    provenance.cuda_version = get("cuda");
+    provenance.nccl_version = get("nccl");
+  }
+  std::set<std::string> hosts{hostname()};
+  for (const auto& h : hellos) hosts.insert(h.host);
+  provenance.hosts.assign(hosts.begin(), hosts.end());
+  provenance.devices = devices_json(hellos).dump();
+  return provenance;
+}
+
+}  // namespace
+
+PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello>& hellos,
+                        const WorkerFactory& worker) {
+  PreparedRun prepared;
+  prepared.matrix.emplace(
+      resolve_matrix(options.matrix_path,
+                     {.limits = {},
+                      .work_dir = options.work_dir.empty() ? default_work_dir(options.output_path)
+                                                           : options.work_dir}));
+  const ResolvedMatrix& matrix = *prepared.matrix;
+  for (const auto& warning : matrix.warnings()) SB_LOG(warning) << warning;
+  const auto matrix_mode = parse_scheduling_mode(matrix.matrix().scheduling);
+  prepared.scheduling =
+      options.scheduling.value_or(matrix_mode.value_or(SchedulingMode::kExclusive));
+  const auto& cells = matrix.cells();
+  if (options.resume && std::filesystem::exists(options.output_path)) {
+    prepared.store.emplace(
+        ResultsStore::open_for_resume(options.output_path, matrix_hash(matrix.cell_ids())));
+    const auto stored = prepared.store->cells();
+    for (const auto& cell : cells) {
+      const auto it = stored.find(cell.cell_id);
+      const auto status = it == stored.end() ? std::nullopt : std::optional(it->second.status);
+      if (should_run_on_resume(status, options.retry_failed)) {
+        prepared.to_run.push_back(cell);
+      } else {
+        ++prepared.already_done;
+      }
+    }
+    SB_LOG(info) << "resuming " << options.output_path.string() << ": " << prepared.already_done
+                 << " of " << cells.size() << " cells already final, " << prepared.to_run.size()
+                 << " to run";
+  } else {
+    const Provenance provenance = make_provenance(options, matrix, hellos, worker);
+    prepared.store.emplace(ResultsStore::create(options.output_path, provenance, options.force));
+    prepared.to_run = cells;
+  }
+  std::map<std::string, CommitInfo> commit_info;
+  for (const auto& [ref, branch] : matrix.branches()) {
+    commit_info[branch.commit] = {branch.commit_date_iso, branch.dirty};
+    SB_LOG(info) << "branch " << ref << " = " << branch.commit << " (" << branch.commit_date_iso
+                 << (branch.dirty ? ", repo checkout dirty" : "") << ") in "
+                 << branch.worktree.string();
+  }
+  prepared.store->set_commit_info(std::move(commit_info));
+  return prepared;
+}
+
+}  // namespace scalebench

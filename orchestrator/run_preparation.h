@@ -1,0 +1,32 @@
+// Rank 0 of `scalebench run`, before any cell: resolve the matrix (worktrees included),
+// open or create the results file and choose the cells to run.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "common/messages.h"
+#include "common/resolved_matrix.h"
+#include "common/results_store.h"
+#include "orchestrator/run_options.h"
+#include "protocol/worker_factory.h"
+
+namespace scalebench {
+
+/// Rank 0's state after the input checks: what to run and where to write.
+struct PreparedRun {
+  std::optional<ResolvedMatrix> matrix;  ///< set by prepare_run
+  std::vector<CellSpec> to_run;          ///< in matrix order
+  size_t already_done = 0;               ///< final cells of a resumed file
+  SchedulingMode scheduling = SchedulingMode::kExclusive;
+  std::optional<ResultsStore> store;
+};
+
+/// Resolves the matrix (resolve_matrix with the run's work dir), then creates the results
+/// file (provenance from `options`, the workers' `hellos` and `worker`'s library versions)
+/// or, with --resume, opens it and keeps the cells should_run_on_resume selects. Throws
+/// InputError for bad input (nothing has run, nothing written), Error otherwise.
+PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello>& hellos,
+                        const WorkerFactory& worker);
+
+}  // namespace scalebench

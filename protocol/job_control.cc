@@ -1,0 +1,25 @@
+#include "protocol/job_control.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "common/logging.h"
+#include "common/mpi_check.h"
+
+namespace scalebench {
+
+int broadcast_status(int status) {
+  MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  return status;
+}
+
+void abort_job(const std::string& message, int status) {
+  SB_LOG(fatal) << message;
+  std::cerr << "scalebench: " << message << " (exit status " << status << ")" << std::endl;
+  MPI_Abort(MPI_COMM_WORLD, status);
+  std::_Exit(status);
+}
+
+}  // namespace scalebench
