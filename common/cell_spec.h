@@ -76,6 +76,7 @@ struct CellSpec {
   Precision precision = Precision::kFp32;
   bool channels_last = false;
   bool tf32 = false;
+  bool cudnn_benchmark = false;  ///< cuDNN autotuning of convolution algorithms (GPU only)
   Device device = Device::kAuto;
   Backend backend = Backend::kAuto;
   int64_t bucket_bytes = 25LL * 1024 * 1024;       ///< DDP gradient bucket size

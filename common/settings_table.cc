@@ -211,6 +211,13 @@ const std::vector<SettingDef>& settings_table() {
        .doc = "allow TF32 matmul and convolution on GPU",
        .get = get<&CellSpec::tf32>,
        .set = set<&CellSpec::tf32>},
+      {.key = "cudnn_benchmark",
+       .json_key = "cudnn_benchmark",
+       .type = kBool,
+       .doc = "cuDNN autotuning of convolution algorithms (GPU; no effect on CPU)",
+       .id = IdRule::kUnlessDefault,
+       .get = get<&CellSpec::cudnn_benchmark>,
+       .set = set<&CellSpec::cudnn_benchmark>},
       // --- the optimizer (training) -----------------------------------------------------
       {.key = "optimizer.name",
        .json_key = "optimizer.name",

@@ -157,6 +157,7 @@ class TorchCellRunner : public CellRunner {
       result.metrics["cpu_threads"] =
           configure_cpu_threads(context.node_cores, context.local_workers);
       set_tf32(cell.tf32);
+      at::globalContext().setBenchmarkCuDNN(cell.cudnn_benchmark);
       rss_reset = reset_peak_memory(device);
       phase = FailurePhase::kModelInit;
       workload = cell.mode == Mode::kTrain ? make_train_workload(assignment, device, group)

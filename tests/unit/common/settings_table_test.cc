@@ -161,10 +161,13 @@ TEST(SettingsTable, DocsTableIsTheGeneratedOne) {
 TEST(SettingsTable, AnySettingReachesTheCellFromYamlAndCsv) {
   const auto yaml = load_matrix_text("m.yaml",
                                      "sweep: {batch_sizes: [2]}\n"
-                                     "defaults: {tf32: true, optimizer: {lr: 0.5}}\n"
+                                     "defaults: {tf32: true, cudnn_benchmark: true,\n"
+                                     "           optimizer: {lr: 0.5}}\n"
                                      "experiments:\n  - {model: mlp, warmup: 7}\n");
   ASSERT_EQ(yaml.cells.size(), 1U);
   EXPECT_TRUE(yaml.cells[0].tf32);
+  EXPECT_TRUE(yaml.cells[0].cudnn_benchmark);
+  EXPECT_TRUE(canonical_json(yaml.cells[0]).contains("cudnn_benchmark"));  // not the default
   EXPECT_EQ(yaml.cells[0].optimizer.lr, 0.5);
   EXPECT_EQ(yaml.cells[0].warmup_iterations, 7);
   const auto csv =
