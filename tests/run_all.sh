@@ -3,7 +3,7 @@
 #   1. style: clang-format on all C++ sources (no changes allowed)
 #   2. release build: ctest (unit, MPI under mpiexec, CLI)
 #   3. ASan/UBSan build: ctest of common/ and orchestrator/ (no Torch)
-#   4. clang-tidy over common/ and orchestrator/
+#   4. clang-tidy over every .cc outside tests/ (see Note [clang-tidy in CI])
 #   5. analysis: pytest on an HDF5 file produced by a real `scalebench run` of the quickstart,
 #      and on the synthetic file of tests/analysis/make_results.py (branches, bf16, failures)
 #      plus ruff (lint + format) over analysis/ and tests/analysis/
@@ -24,11 +24,32 @@ run_step() {
 
 cpp_sources() { git ls-files '*.h' '*.cc' | grep -E '^(common|orchestrator|worker|tests)/'; }
 check_format() { cpp_sources | xargs clang-format --dry-run --Werror; }
+# Note [clang-tidy in CI]
+# Every tracked .cc outside tests/ is checked, so a new top-level folder is covered without an
+# edit here; a file absent from the compile commands (a *_cuda.cc without CUDA) is skipped.
+# The commands are build/release's minus the worker's precompiled header: clang cannot read
+# GCC's cmake_pch.hxx.gch, and each worker file includes the Torch headers it uses.
+# A Torch file takes a minute or more (the checks walk all of Torch's headers), so a file that
+# passed leaves a stamp named by a hash of its text, every tracked header, .clang-tidy, its
+# command and the clang-tidy version, and is not checked again until one of those changes.
 check_tidy() {
-  git ls-files 'common/*.cc' 'orchestrator/*.cc' |
-    xargs -P "$(nproc)" -n 4 clang-tidy -p build/release --quiet 2>&1 |
-    grep -v -E '^[0-9]+ warnings? generated|^Suppressed|^Use -header-filter' | tee build/clang-tidy.log
-  ! grep -q -E '(warning|error):' build/clang-tidy.log
+  local dir=build/clang-tidy
+  mkdir -p "$dir/passed"
+  rm -f "$dir"/*.log
+  clang-tidy --version >"$dir/version.txt"
+  local todo
+  todo=$("$python" tests/tidy_todo.py build/release/compile_commands.json "$dir")
+  echo "clang-tidy: $(printf '%s' "$todo" | grep -c .) file(s) to check (the others passed unchanged)"
+  [[ -z $todo ]] && return 0
+  printf '%s\n' "$todo" | xargs -P "$(nproc)" -L 1 bash -c \
+    'clang-tidy -p "$0" --quiet "$2" >"$0/$1.log" 2>&1 && touch "$0/passed/$1"' "$dir" || true
+  cat "$dir"/*.log | grep -v -E '^[0-9]+ warnings? generated|^Suppressed|^Use -header-filter' |
+    tee build/clang-tidy.log
+  local key source failed=0
+  while read -r key source; do
+    [[ -f $dir/passed/$key ]] || { echo "clang-tidy failed: $source"; failed=1; }
+  done <<<"$todo"
+  return "$failed"
 }
 check_ruff() {
   "$python" -m ruff check analysis tests/analysis && "$python" -m ruff format --check analysis tests/analysis
