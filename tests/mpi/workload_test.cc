@@ -171,7 +171,7 @@ TEST(WorkloadMpi, CudaRequestWithoutAGpuFailsWithAReason) {
   cell.device = Device::kCuda;
   const RankResult result = run_cell(cell, MPI_COMM_WORLD);
   EXPECT_EQ(result.status, CellStatus::kFailed);
-  EXPECT_EQ(result.failed_phase, "device");
+  EXPECT_EQ(result.failed_phase, FailurePhase::kDevice);
   EXPECT_NE(result.reason.find("no CUDA GPU"), std::string::npos) << result.reason;
 }
 
