@@ -136,10 +136,10 @@ TEST(WorkloadMpi, ARankFailingAtInitDoesNotHangTheGroup) {
   const RankResult result = run_cell(cell, MPI_COMM_WORLD);
   EXPECT_EQ(result.status, CellStatus::kFailed);
   if (world_rank() == 1) {
-    EXPECT_EQ(result.failed_phase, "model_init");
+    EXPECT_EQ(result.failed_phase, FailurePhase::kModelInit);
     EXPECT_NE(result.reason.find("lamb"), std::string::npos) << result.reason;
   } else {
-    EXPECT_EQ(result.failed_phase, "group");
+    EXPECT_EQ(result.failed_phase, FailurePhase::kGroup);
     EXPECT_NE(result.reason.find("group rank 1"), std::string::npos) << result.reason;
   }
 }
