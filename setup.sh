@@ -31,8 +31,10 @@ debian_packages=(
   libboost-log-dev libyaml-cpp-dev nlohmann-json3-dev libvalijson-dev libcli11-dev
   libgtest-dev libgmock-dev clang-format clang-tidy
 )
-# Only the test suite needs these: a real single-node Slurm and a browser for the report test.
-test_packages=(slurm-wlm slurm-wlm-basic-plugins munge chromium fonts-dejavu-core)
+# Only the test suite needs these: a real single-node Slurm, a browser for the report test,
+# clang with the libFuzzer runtime for the fuzz targets (tests/fuzz).
+test_packages=(slurm-wlm slurm-wlm-basic-plugins munge chromium fonts-dejavu-core
+  clang libclang-rt-dev)
 
 install_debian() {
   [[ "${SCALEBENCH_SKIP_APT:-0}" == 1 ]] && return 0
@@ -71,7 +73,12 @@ install_venv() {
 configure_and_build() {
   local preset="$1"
   shift
-  export CCACHE_DIR="${CCACHE_DIR:-$repo/.ccache}"
+  # One compiler cache for every clone on this machine: CCACHE_BASEDIR makes the clone's
+  # absolute path irrelevant, so a fresh clone (CI) rebuilds from what another one compiled.
+  # The sloppiness lets ccache cache the worker's precompiled-header translation units.
+  export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/scalebench-ccache}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
+  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
   log "configuring + building preset '$preset'${*:+ (targets: $*)}"
   local extra=()
   [[ -n "${Torch_DIR:-}" ]] && extra+=("-DTorch_DIR=$Torch_DIR")
