@@ -16,20 +16,67 @@
 
 namespace scalebench {
 
-const std::vector<std::string> kEnvironmentPrefixes = {"NCCL_", "CUDA_",  "OMPI_", "SLURM_",
-                                                       "OMP_",  "TORCH_", "MKL_",  "PMIX_"};
-const std::vector<std::string> kEnvironmentNames = {"HOSTNAME"};
+// See Note [Environment allowlist]: each entry is a documented tuning knob or job shape.
+const std::vector<std::string> kEnvironmentPrefixes = {
+    "NCCL_",        // NCCL's own settings (NCCL user guide, "Environment Variables")
+    "TORCH_NCCL_",  // ProcessGroupNCCL settings (PyTorch "Environment variables")
+    "OMP_",         // OpenMP specification, "Environment Variables"
+    "OMPI_MCA_",    // Open MPI MCA parameters
+};
+const std::vector<std::string> kEnvironmentNames = {
+    "HOSTNAME",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "CUDA_MODULE_LOADING",
+    "CUDA_CACHE_DISABLE",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "TORCH_DISTRIBUTED_DEBUG",
+    "TORCH_CUDNN_V8_API_ENABLED",
+    "TORCH_SHOW_CPP_STACKTRACES",
+    "MKL_NUM_THREADS",
+    "MKL_DYNAMIC",
+    "MKL_CBWR",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_THREADING_LAYER",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_NODE_RANK",
+    "OMPI_UNIVERSE_SIZE",
+    "PMIX_RANK",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_NTASKS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_CPUS_ON_NODE",
+    "SLURM_GPUS",
+    "SLURM_GPUS_PER_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+};
+const std::vector<std::string> kEnvironmentDenyMarkers = {
+    "TOKEN", "SECRET", "PASS",    "PAT",    "JWT",       "KEY", "CRED", "AUTH",         "PRIVATE",
+    "CERT",  "SIGN",   "SESSION", "COOKIE", "TRANSPORT", "URI", "URL",  "PRECONDITION",
+};
 
 namespace {
-
-const std::array<const char*, 7> kSecretMarkers = {"TOKEN", "SECRET",     "PASSW", "JWT",
-                                                   "KEY",   "CREDENTIAL", "AUTH"};
 
 bool looks_secret(std::string name) {
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return std::any_of(kSecretMarkers.begin(), kSecretMarkers.end(),
-                     [&](const char* marker) { return name.find(marker) != std::string::npos; });
+  return std::any_of(
+      kEnvironmentDenyMarkers.begin(), kEnvironmentDenyMarkers.end(),
+      [&](const std::string& marker) { return name.find(marker) != std::string::npos; });
 }
 
 bool allowed(const std::string& name) {

@@ -37,17 +37,26 @@ Provenance collect_provenance(const std::vector<std::string>& argv, const std::s
                               const std::string& matrix_text,
                               const std::vector<std::string>& cell_ids, int mpi_size);
 
-/// Prefixes of environment variables that are recorded, and exact names.
-/// See Note [Environment allowlist].
+/// Prefixes of environment variables that are recorded, exact names, and the markers that
+/// drop a name anyway. See Note [Environment allowlist]; tests/unit/common/provenance_test.cc
+/// holds the lists, and docs/results-file.md documents them.
 extern const std::vector<std::string> kEnvironmentPrefixes;
 extern const std::vector<std::string> kEnvironmentNames;
+extern const std::vector<std::string> kEnvironmentDenyMarkers;
 
 // Note [Environment allowlist]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Results files are shared, so only variables that change how a benchmark runs are
-// copied into them: names starting with NCCL_, CUDA_, OMPI_, SLURM_, OMP_, TORCH_, MKL_,
-// PMIX_, and HOSTNAME. Even within these, a name containing TOKEN, SECRET, PASSW, JWT,
-// KEY, CREDENTIAL or AUTH (case-insensitive) is dropped: SLURM_JWT is an auth token.
+// Results files are shared, so only variables known to be harmless and to change how a
+// benchmark runs are copied into them: exact names (CUDA_VISIBLE_DEVICES, MKL_NUM_THREADS,
+// SLURM_JOB_ID, OMPI_COMM_WORLD_SIZE, ...) and four narrow prefixes whose every documented
+// variable is a tuning knob (NCCL_, TORCH_NCCL_, OMP_, OMPI_MCA_). Broad prefixes such as
+// TORCH_, CUDA_, SLURM_ or PMIX_ are not used: anyone may export TORCH_HUB_TOKEN or a
+// personal access token under them, and PMIx puts its server URIs there. Even an allowed
+// name is dropped when it contains (case-insensitive) TOKEN, SECRET, PASS, PAT, JWT, KEY,
+// CRED, AUTH, PRIVATE, CERT, SIGN, SESSION, COOKIE, TRANSPORT, URI, URL or PRECONDITION:
+// SLURM_JWT is an auth token, OMPI_MCA_orte_precondition_transports is Open MPI's per-job
+// transport key. The markers are matched as substrings, so a harmless name that contains
+// one (NCCL_..._PATH) is dropped too; leaving out a harmless variable is the safe mistake.
 
 /// The allowlisted subset of `envp` (a NULL-terminated "NAME=value" array like
 /// `environ`). Entries without '=' are ignored.

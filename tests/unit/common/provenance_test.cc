@@ -13,42 +13,131 @@
 namespace scalebench {
 namespace {
 
-TEST(AllowlistedEnvironment, KeepsOnlyListedPrefixesAndDropsSecrets) {
-  std::vector<std::string> entries = {
-      "NCCL_DEBUG=INFO",
-      "CUDA_VISIBLE_DEVICES=0,1",
-      "OMPI_COMM_WORLD_SIZE=3",
-      "SLURM_JOB_ID=42",
-      "OMP_NUM_THREADS=4",
-      "TORCH_CUDNN_V8_API=1",
-      "MKL_NUM_THREADS=2",
-      "PMIX_RANK=0",
-      "HOSTNAME=node1",
-      "HOME=/root",
-      "AWS_SECRET_ACCESS_KEY=x",
-      "PATH=/usr/bin",
-      "SLURM_JWT=eyJhbGciOi",
-      "NCCL_IB_AUTH_TOKEN=t",
-      "CUDA_API_KEY=k",
-      "HOSTNAMES=not-exact",
-      "nccl_debug=lowercase",
-      "NOEQUALS",
-      "SLURM_EMPTY=",
-      "OMPI_MCA_x=a=b",
-  };
+std::map<std::string, std::string> allowlisted(std::vector<std::string> entries) {
   std::vector<char*> envp;
+  envp.reserve(entries.size() + 1);
   for (auto& e : entries) envp.push_back(e.data());
   envp.push_back(nullptr);
+  return allowlisted_environment(envp.data());
+}
+
+TEST(AllowlistedEnvironment, KeepsOnlyListedNamesAndPrefixesAndDropsSecrets) {
   const std::map<std::string, std::string> expected = {
       {"NCCL_DEBUG", "INFO"},        {"CUDA_VISIBLE_DEVICES", "0,1"},
       {"OMPI_COMM_WORLD_SIZE", "3"}, {"SLURM_JOB_ID", "42"},
-      {"OMP_NUM_THREADS", "4"},      {"TORCH_CUDNN_V8_API", "1"},
+      {"OMP_NUM_THREADS", "4"},      {"TORCH_CUDNN_V8_API_ENABLED", "1"},
       {"MKL_NUM_THREADS", "2"},      {"PMIX_RANK", "0"},
-      {"HOSTNAME", "node1"},         {"SLURM_EMPTY", ""},
-      {"OMPI_MCA_x", "a=b"},
+      {"HOSTNAME", "node1"},         {"SLURM_NTASKS", ""},
+      {"OMPI_MCA_pml", "a=b"},       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
   };
-  EXPECT_EQ(expected, allowlisted_environment(envp.data()));
+  EXPECT_EQ(expected, allowlisted({
+                          "NCCL_DEBUG=INFO",
+                          "CUDA_VISIBLE_DEVICES=0,1",
+                          "OMPI_COMM_WORLD_SIZE=3",
+                          "SLURM_JOB_ID=42",
+                          "OMP_NUM_THREADS=4",
+                          "TORCH_CUDNN_V8_API_ENABLED=1",
+                          "MKL_NUM_THREADS=2",
+                          "PMIX_RANK=0",
+                          "HOSTNAME=node1",
+                          "HOME=/root",
+                          "AWS_SECRET_ACCESS_KEY=x",
+                          "PATH=/usr/bin",
+                          "SLURM_JWT=eyJhbGciOi",
+                          "NCCL_IB_AUTH_TOKEN=t",
+                          "HOSTNAMES=not-exact",
+                          "nccl_debug=lowercase",
+                          "NOEQUALS",
+                          "=nameless",
+                          "SLURM_NTASKS=",
+                          "OMPI_MCA_pml=a=b",
+                          "TORCH_NCCL_ASYNC_ERROR_HANDLING=1",
+                      }));
   EXPECT_TRUE(allowlisted_environment(nullptr).empty());
+}
+
+// Issue 15, finding 4: each of these was stored under the old broad prefixes (TORCH_,
+// CUDA_, SLURM_, PMIX_, OMPI_) because no deny marker matched it.
+TEST(AllowlistedEnvironment, DropsSecretsUnderAllowedPrefixes) {
+  EXPECT_EQ((std::map<std::string, std::string>{}),
+            allowlisted({
+                "TORCH_GITHUB_PAT=ghp_0123456789",
+                "TORCH_HUB_PERSONAL_ACCESS=ghp_0123456789",
+                "TORCH_DB_PASS=hunter2",
+                "CUDA_MPS_PIPE_DIRECTORY=/tmp/mps",
+                "SLURM_JOB_USER=alice",
+                "SLURM_SUBMIT_DIR=/home/alice/secret-project",
+                "PMIX_SERVER_URI2=pmix-server.1234;tcp4://127.0.0.1:40000",
+                "PMIX_SERVER_URI21=pmix-server.1234;tcp4://127.0.0.1:40000",
+                "PMIX_SERVER_URI4=pmix-server.1234;tcp4://127.0.0.1:40000",
+                "PMIX_SECURITY_MODE=native",
+                "OMPI_MCA_orte_precondition_transports=0123456789abcdef-fedcba9876543210",
+                "OMPI_MCA_pmix_server_uri=tcp://127.0.0.1:1",
+                "OMPI_MCA_x_private_file=/home/alice/.ssh/id_rsa",
+                "OMPI_MCA_x_cert=/etc/ssl/x.pem",
+                "OMPI_MCA_x_signature=abc",
+                "OMPI_MCA_x_session_dir=/tmp/ompi.alice",
+                "OMP_CREDS=x",
+                "NCCL_SOMETHING_PASSWORD=x",
+                "TORCH_NCCL_COOKIE=x",
+                "NCCL_PROXY_URL=http://user:pw@proxy",
+            }));
+}
+
+// The lists are part of what a results file may contain: changing them is a decision
+// that changes this test and docs/results-file.md together.
+TEST(AllowlistedEnvironment, ListsAreTheDocumentedOnes) {
+  EXPECT_EQ((std::vector<std::string>{"NCCL_", "TORCH_NCCL_", "OMP_", "OMPI_MCA_"}),
+            kEnvironmentPrefixes);
+  EXPECT_EQ((std::vector<std::string>{
+                "HOSTNAME",
+                "CUDA_VISIBLE_DEVICES",
+                "CUDA_DEVICE_ORDER",
+                "CUDA_LAUNCH_BLOCKING",
+                "CUDA_DEVICE_MAX_CONNECTIONS",
+                "CUDA_MODULE_LOADING",
+                "CUDA_CACHE_DISABLE",
+                "PYTORCH_CUDA_ALLOC_CONF",
+                "TORCH_DISTRIBUTED_DEBUG",
+                "TORCH_CUDNN_V8_API_ENABLED",
+                "TORCH_SHOW_CPP_STACKTRACES",
+                "MKL_NUM_THREADS",
+                "MKL_DYNAMIC",
+                "MKL_CBWR",
+                "MKL_ENABLE_INSTRUCTIONS",
+                "MKL_THREADING_LAYER",
+                "OMPI_COMM_WORLD_SIZE",
+                "OMPI_COMM_WORLD_RANK",
+                "OMPI_COMM_WORLD_LOCAL_SIZE",
+                "OMPI_COMM_WORLD_LOCAL_RANK",
+                "OMPI_COMM_WORLD_NODE_RANK",
+                "OMPI_UNIVERSE_SIZE",
+                "PMIX_RANK",
+                "SLURM_JOB_ID",
+                "SLURM_JOB_NAME",
+                "SLURM_JOB_PARTITION",
+                "SLURM_JOB_NODELIST",
+                "SLURM_JOB_NUM_NODES",
+                "SLURM_NNODES",
+                "SLURM_NTASKS",
+                "SLURM_NTASKS_PER_NODE",
+                "SLURM_CPUS_PER_TASK",
+                "SLURM_CPUS_ON_NODE",
+                "SLURM_GPUS",
+                "SLURM_GPUS_PER_NODE",
+                "SLURM_GPUS_PER_TASK",
+                "SLURM_CLUSTER_NAME",
+                "SLURM_ARRAY_JOB_ID",
+                "SLURM_ARRAY_TASK_ID",
+            }),
+            kEnvironmentNames);
+  EXPECT_EQ((std::vector<std::string>{"TOKEN", "SECRET", "PASS", "PAT", "JWT", "KEY", "CRED",
+                                      "AUTH", "PRIVATE", "CERT", "SIGN", "SESSION", "COOKIE",
+                                      "TRANSPORT", "URI", "URL", "PRECONDITION"}),
+            kEnvironmentDenyMarkers);
+  for (const std::string& name : kEnvironmentNames) {
+    EXPECT_EQ(1U, allowlisted({name + "=v"}).size()) << name << " is listed but a marker drops it";
+  }
 }
 
 TEST(MatrixHash, OrderIndependentSixteenHexDigitsOfSortedIds) {
