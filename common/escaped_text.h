@@ -1,0 +1,26 @@
+// Names from the user (paths, refs, experiment names) shown in messages: control
+// characters escaped, so that a newline in a file name cannot forge a line of output or of
+// a log, and an escape sequence cannot rewrite the terminal.
+#pragma once
+
+#include <concepts>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace scalebench {
+
+/// `text` with every control character (below 0x20, and 0x7f) written as a C escape:
+/// `\n`, `\r`, `\t`, else `\xNN`. A backslash is kept as it is, and so is every other byte
+/// (UTF-8 stays readable). Pure; for messages only, never for a path that is then opened.
+[[nodiscard]] std::string escaped(std::string_view text);
+
+/// escaped(path.string()). A template only so that a std::string argument, which converts
+/// to both a path and a string_view, picks the overload above.
+template <class Path>
+requires std::same_as<Path, std::filesystem::path>
+[[nodiscard]] std::string escaped(const Path& path) {
+  return escaped(std::string_view(path.native()));
+}
+
+}  // namespace scalebench
