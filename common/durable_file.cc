@@ -87,7 +87,28 @@ bool copy_with_copy_file_range(int in, int out, const std::filesystem::path& fro
   }
 }
 
+/// Gives the open file `fd` the permission bits and group of `like` (see create_temp_like).
+void copy_permissions(int fd, const struct stat& like, const std::filesystem::path& path) {
+  mode_t mode = like.st_mode & 0777;
+  struct stat current {};
+  if (::fstat(fd, &current) != 0) SCALEBENCH_OS_FAIL("fstat", path);
+  if (current.st_gid != like.st_gid && ::fchown(fd, static_cast<uid_t>(-1), like.st_gid) != 0) {
+    mode &= ~static_cast<mode_t>(S_IRWXG);  // another group than the original's: no access
+  }
+  if (::fchmod(fd, mode) != 0) SCALEBENCH_OS_FAIL("fchmod", path);
+}
+
 }  // namespace
+
+void create_temp_like(const std::filesystem::path& target, const std::filesystem::path& temp) {
+  struct stat existing {};
+  const bool exists = ::stat(target.c_str(), &existing) == 0;
+  if (!exists && errno != ENOENT) SCALEBENCH_OS_FAIL("stat", target);
+  if (::unlink(temp.c_str()) != 0 && errno != ENOENT) SCALEBENCH_OS_FAIL("unlink", temp);
+  // O_EXCL: the file is ours, new, and at most owner-readable until its mode is set.
+  const Fd fd(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, exists ? 0600 : 0666);
+  if (exists) copy_permissions(fd.get(), existing, temp);
+}
 
 std::filesystem::path temp_sibling(const std::filesystem::path& target) {
   auto name = target.filename().string() + ".tmp-" + std::to_string(::getpid());

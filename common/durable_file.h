@@ -11,8 +11,17 @@ namespace scalebench::durable {
 /// Same directory, so rename() over the target is atomic.
 std::filesystem::path temp_sibling(const std::filesystem::path& target);
 
+/// Creates `temp` empty (removing a file left there) with the permissions the committed
+/// file must have: those of `target` when it exists (its mode bits and group; where the
+/// group cannot be kept, as for a group this user is not in, the group bits are cleared,
+/// so a rewrite never widens access), else those of a new file (0666 minus the umask).
+/// The permissions are set before any content is written. Owner, setuid/setgid/sticky
+/// bits and ACLs are not carried over.
+void create_temp_like(const std::filesystem::path& target, const std::filesystem::path& temp);
+
 /// Copies the bytes of `from` into `to` (created or truncated): a reflink (FICLONE) where
-/// the filesystem supports it, else copy_file_range, else read/write.
+/// the filesystem supports it, else copy_file_range, else read/write. An existing `to`
+/// keeps its permissions (see create_temp_like).
 void copy_contents(const std::filesystem::path& from, const std::filesystem::path& to);
 
 /// fsync()s `file`, rename()s it over `target`, and fsyncs the directory, so that after

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/durable_file.h"
+#include "common/escaped_text.h"
 #include "common/h5_wrappers.h"
 #include "common/hdf5_check.h"
 #include "common/results_cells.h"
@@ -119,6 +120,7 @@ void replace_atomically(const std::filesystem::path& path,
                         const std::function<void(const std::filesystem::path&)>& write) {
   const auto temp = durable::temp_sibling(path);
   try {
+    durable::create_temp_like(path, temp);  // the file keeps its mode and group
     write(temp);
     durable::commit_replace(temp, path);
   } catch (...) {
@@ -148,8 +150,13 @@ ResultsStore::~ResultsStore() = default;
 ResultsStore ResultsStore::create(const std::filesystem::path& path, const Provenance& provenance,
                                   bool force) {
   silence_hdf5_error_printing();
+  if (std::filesystem::is_directory(path)) {
+    throw InputError("results file " + escaped(path) +
+                     " is a directory; pass the path of a file (e.g. " +
+                     escaped(path / "results.h5") + ")");
+  }
   if (std::filesystem::exists(path) && !force) {
-    throw InputError("results file " + path.string() +
+    throw InputError("results file " + escaped(path) +
                      " exists; pass --force to overwrite or --resume to continue");
   }
   if (!path.parent_path().empty()) std::filesystem::create_directories(path.parent_path());
@@ -202,6 +209,7 @@ void ResultsStore::batch(const std::function<void()>& body) {
   pending_ = std::make_unique<PendingUpdate>();
   pending_->temp_path = durable::temp_sibling(path_);
   try {
+    durable::create_temp_like(path_, pending_->temp_path);
     durable::copy_contents(path_, pending_->temp_path);
     pending_->file = open_file(pending_->temp_path, H5F_ACC_RDWR);
     body();

@@ -49,7 +49,10 @@ struct CommitInfo {
 // H5Fclose, and a killed writer can leave it unreadable. So the store never keeps the
 // file open. Each mutation (one public call, or every call inside one `batch`):
 //   1. copies the current file to the sibling `<name>.tmp-<pid>` (a reflink where the
-//      filesystem supports FICLONE, else copy_file_range);
+//      filesystem supports FICLONE, else copy_file_range), created first with the file's
+//      permission bits and group (durable::create_temp_like), so that the rename keeps
+//      what the owner set (a chmod 600 survives every update) and the copy is never
+//      readable by more users than the file;
 //   2. opens the copy, applies the change, H5Fclose()s it (flushes everything);
 //   3. fsync()s the copy, rename()s it over the original (atomic within a directory),
 //      fsync()s the directory.
@@ -72,7 +75,8 @@ class ResultsStore {
   /// end_time "") and an empty `/cells`. Throws InputError "results file X exists; pass
   /// --force to overwrite or --resume to continue" when it exists and !force. With force
   /// the old file stays intact until the new one replaces it atomically. Creates missing
-  /// parent directories.
+  /// parent directories. InputError when `path` is a directory (with force too). Replacing
+  /// keeps the old file's permissions; a new file follows the umask.
   static ResultsStore create(const std::filesystem::path& path, const Provenance& provenance,
                              bool force);
 
