@@ -45,6 +45,7 @@ Provenance make_provenance(const RunOptions& options, const ResolvedMatrix& matr
 PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello>& hellos,
                         const WorkerFactory& worker) {
   PreparedRun prepared;
+  prepared.lock.emplace(ResultsLock::acquire(options.output_path));
   prepared.matrix.emplace(
       resolve_matrix(options.matrix_path,
                      {.limits = {},

@@ -7,6 +7,7 @@
 
 #include "common/messages.h"
 #include "common/resolved_matrix.h"
+#include "common/results_lock.h"
 #include "common/results_store.h"
 #include "orchestrator/run_options.h"
 #include "protocol/worker_factory.h"
@@ -19,13 +20,18 @@ struct PreparedRun {
   std::vector<CellSpec> to_run;          ///< in matrix order
   size_t already_done = 0;               ///< final cells of a resumed file
   SchedulingMode scheduling = SchedulingMode::kExclusive;
+  /// Held from before the results file is created or opened until the job ends (declared
+  /// before `store`, so released after it). See Note [One writer per results file].
+  std::optional<ResultsLock> lock;
   std::optional<ResultsStore> store;
 };
 
-/// Resolves the matrix (resolve_matrix with the run's work dir), then creates the results
-/// file (provenance from `options`, the workers' `hellos` and `worker`'s library versions)
-/// or, with --resume, opens it and keeps the cells should_run_on_resume selects. Throws
-/// InputError for bad input (nothing has run, nothing written), Error otherwise.
+/// Takes the results file's lock (see Note [One writer per results file]), resolves the
+/// matrix (resolve_matrix with the run's work dir), then creates the results file
+/// (provenance from `options`, the workers' `hellos` and `worker`'s library versions) or,
+/// with --resume, opens it and keeps the cells should_run_on_resume selects. Throws
+/// InputError for bad input (nothing has run, nothing written; a job that holds the lock
+/// is bad input too), Error otherwise.
 PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello>& hellos,
                         const WorkerFactory& worker);
 
