@@ -1,5 +1,8 @@
 #include "common/logging.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <boost/core/null_deleter.hpp>
 #include <boost/log/attributes/constant.hpp>
 #include <boost/log/attributes/mutable_constant.hpp>
@@ -9,9 +12,14 @@
 #include <boost/log/sinks/text_ostream_backend.hpp>
 #include <boost/log/support/date_time.hpp>
 #include <boost/log/utility/setup/common_attributes.hpp>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <memory>
+#include <streambuf>
+
+#include "common/error.h"
+#include "common/escaped_text.h"
 
 namespace scalebench {
 namespace {
@@ -46,9 +54,73 @@ Severity console_threshold(Verbosity verbosity) {
   return logging::trivial::info;
 }
 
+/// An output stream buffer over a file descriptor it owns; every write goes straight to
+/// write(2) (the sink flushes after each record anyway).
+class FdStreambuf : public std::streambuf {
+ public:
+  explicit FdStreambuf(int fd) : fd_(fd) {}
+  FdStreambuf(const FdStreambuf&) = delete;
+  FdStreambuf& operator=(const FdStreambuf&) = delete;
+  ~FdStreambuf() override { ::close(fd_); }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char byte = traits_type::to_char_type(c);
+    return xsputn(&byte, 1) == 1 ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* data, std::streamsize size) override {
+    std::streamsize done = 0;
+    while (done < size) {
+      const ssize_t put = ::write(fd_, data + done, static_cast<size_t>(size - done));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) break;
+      done += put;
+    }
+    return done;
+  }
+
+ private:
+  int fd_;
+};
+
+/// An ostream that owns its FdStreambuf.
+class FdOstream : public std::ostream {
+ public:
+  explicit FdOstream(int fd) : std::ostream(nullptr), buffer_(fd) { rdbuf(&buffer_); }
+
+ private:
+  FdStreambuf buffer_;
+};
+
+/// Opens `<log_dir>/rank-<rank>.log` for appending, never through a symbolic link.
+boost::shared_ptr<std::ostream> open_rank_log(const std::filesystem::path& log_dir, int rank) {
+  std::error_code error;
+  std::filesystem::create_directories(log_dir, error);
+  if (error || !std::filesystem::is_directory(log_dir)) {
+    throw InputError("--log-dir " + escaped(log_dir) + ": cannot create the log directory (" +
+                     (error ? error.message() : std::string("it is not a directory")) +
+                     "); pass a directory you can write with --log-dir");
+  }
+  const auto path = log_dir / ("rank-" + std::to_string(rank) + ".log");
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) {
+    const int open_error = errno;
+    throw InputError("cannot open the log file " + escaped(path) + ": " +
+                     (open_error == ELOOP ? std::string("it is a symbolic link, which scalebench "
+                                                        "does not follow; remove it")
+                                          : std::string(std::strerror(open_error))) +
+                     ", or pass another --log-dir");
+  }
+  return boost::make_shared<FdOstream>(fd);
+}
+
 }  // namespace
 
 void init_logging(const LogOptions& options) {
+  const auto file = options.log_dir.empty() ? boost::shared_ptr<std::ostream>()
+                                            : open_rank_log(options.log_dir, options.rank);
   auto core = logging::core::get();
   core->remove_all_sinks();
   core->add_global_attribute("TimeStamp", attrs::local_clock());
@@ -71,16 +143,45 @@ void init_logging(const LogOptions& options) {
     sink->set_formatter(format);
     core->add_sink(sink);
   }
-  if (!options.log_dir.empty()) {
-    std::filesystem::create_directories(options.log_dir);
-    auto file = boost::make_shared<std::ofstream>(
-        options.log_dir / ("rank-" + std::to_string(options.rank) + ".log"), std::ios::app);
+  if (file) {
     auto sink = boost::make_shared<TextSink>();
     sink->locked_backend()->add_stream(file);
     sink->locked_backend()->auto_flush(true);
     sink->set_filter(severity_kw >= logging::trivial::debug);
     sink->set_formatter(format);
     core->add_sink(sink);
+  }
+}
+
+void check_log_dir(const std::filesystem::path& log_dir, int ranks) {
+  std::error_code error;
+  const auto status = std::filesystem::status(log_dir, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    throw InputError("--log-dir " + escaped(log_dir) +
+                     " exists and is not a directory; pass a directory with --log-dir "
+                     "(default: <output>.logs)");
+  }
+  if (!std::filesystem::exists(status)) {
+    auto ancestor = std::filesystem::absolute(log_dir, error).parent_path();
+    while (!ancestor.empty() && !std::filesystem::exists(ancestor, error) &&
+           ancestor != ancestor.root_path()) {
+      ancestor = ancestor.parent_path();
+    }
+    if (!std::filesystem::is_directory(ancestor, error)) {
+      throw InputError("--log-dir " + escaped(log_dir) + " cannot be created: " +
+                       escaped(ancestor) + " is not a directory; pass another --log-dir");
+    }
+    return;
+  }
+  for (int rank = 0; rank < ranks; ++rank) {
+    const auto path = log_dir / ("rank-" + std::to_string(rank) + ".log");
+    const auto link = std::filesystem::symlink_status(path, error);
+    if (!std::filesystem::exists(link) || std::filesystem::is_regular_file(link)) continue;
+    throw InputError(
+        "log file " + escaped(path) + " is " +
+        (std::filesystem::is_symlink(link) ? "a symbolic link" : "not a regular file") +
+        ", which scalebench does not write through; remove it, or pass another "
+        "--log-dir");
   }
 }
 

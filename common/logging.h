@@ -26,8 +26,16 @@ struct LogOptions {
   std::filesystem::path log_dir;  ///< empty = no per-rank file
 };
 
-/// Configures the sinks once per process. Calling it again replaces the sinks.
+/// Configures the sinks once per process. Calling it again replaces the sinks. The log
+/// file is opened first, never through a symbolic link (O_NOFOLLOW): InputError when the
+/// log directory cannot be created or `rank-<N>.log` cannot be opened or is a link; the
+/// sinks are then unchanged.
 void init_logging(const LogOptions& options);
+
+/// InputError unless `log_dir` can hold the log files of ranks 0..ranks-1: it is a
+/// directory or can be created (the nearest existing ancestor is a directory), and no
+/// `rank-<N>.log` in it is a symbolic link or anything but a regular file. Writes nothing.
+void check_log_dir(const std::filesystem::path& log_dir, int ranks);
 
 /// Sets the "Cell" attribute of records logged from this thread while alive.
 class CellLogScope {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/escaped_text.h"
 #include "common/logging.h"
 #include "common/mpi_comm.h"
 #include "orchestrator/commands.h"
@@ -92,7 +93,12 @@ void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worke
         *verbose ? Verbosity::kVerbose : (*quiet ? Verbosity::kQuiet : Verbosity::kNormal);
     if (options->resume && options->force) {
       throw InputError("--resume and --force contradict each other: --resume continues " +
-                       options->output_path.string() + ", --force replaces it; pass one");
+                       escaped(options->output_path) + ", --force replaces it; pass one");
+    }
+    if (options->retry_failed && !options->resume) {
+      throw InputError(
+          "--retry-failed only works with --resume (it re-runs the failed, oom and timeout "
+          "cells of an existing results file); add --resume");
     }
     exit_status = run_command(*options, worker);
   });

@@ -83,6 +83,7 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
   int go = kExitOk;
   try {
     prepared = prepare_run(options, hellos, worker);
+    init_logging(rank0_log_options(options));  // before go: a bad log file is bad input
   } catch (const InputError& e) {
     std::cerr << e.what() << "\n";
     go = kExitBadInput;
@@ -91,7 +92,6 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
     go = kExitInfrastructure;
   }
   if (broadcast_status(go) != kExitOk) return go;
-  init_logging(rank0_log_options(options));
   const ResolvedMatrix& matrix = *prepared.matrix;
   SB_LOG(info) << "scalebench run: " << prepared.to_run.size() << " cells on " << hellos.size()
                << " workers, scheduling " << to_string(prepared.scheduling) << ", results "

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "common/branch_resolution.h"
+#include "common/escaped_text.h"
 #include "common/logging.h"
 #include "common/mpi_comm.h"
 #include "common/provenance.h"
@@ -42,8 +43,25 @@ Provenance make_provenance(const RunOptions& options, const ResolvedMatrix& matr
 
 }  // namespace
 
+void check_run_paths(const RunOptions& options, int ranks) {
+  check_log_dir(options.effective_log_dir(), ranks);
+  const auto& output = options.output_path;
+  if (std::filesystem::is_directory(output)) {
+    throw InputError("-o " + escaped(output) +
+                     " is a directory; pass the path of the results file (e.g. " +
+                     escaped(output / "results.h5") + ")");
+  }
+  std::error_code error;
+  if (std::filesystem::equivalent(output, options.matrix_path, error)) {
+    throw InputError("-o " + escaped(output) + " is the matrix file " +
+                     escaped(options.matrix_path) +
+                     " itself; pass another -o path (--force never replaces the matrix)");
+  }
+}
+
 PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello>& hellos,
                         const WorkerFactory& worker) {
+  check_run_paths(options, world_size());
   PreparedRun prepared;
   prepared.lock.emplace(ResultsLock::acquire(options.output_path));
   prepared.matrix.emplace(
@@ -70,7 +88,7 @@ PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello
         ++prepared.already_done;
       }
     }
-    SB_LOG(info) << "resuming " << options.output_path.string() << ": " << prepared.already_done
+    SB_LOG(info) << "resuming " << escaped(options.output_path) << ": " << prepared.already_done
                  << " of " << cells.size() << " cells already final, " << prepared.to_run.size()
                  << " to run";
   } else {

@@ -26,12 +26,17 @@ struct PreparedRun {
   std::optional<ResultsStore> store;
 };
 
-/// Takes the results file's lock (see Note [One writer per results file]), resolves the
-/// matrix (resolve_matrix with the run's work dir), then creates the results file
-/// (provenance from `options`, the workers' `hellos` and `worker`'s library versions) or,
-/// with --resume, opens it and keeps the cells should_run_on_resume selects. Throws
-/// InputError for bad input (nothing has run, nothing written; a job that holds the lock
-/// is bad input too), Error otherwise.
+/// Checks the paths of `options` (check_run_paths), takes the results file's lock (see
+/// Note [One writer per results file]), resolves the matrix (resolve_matrix with the run's
+/// work dir), then creates the results file (provenance from `options`, the workers'
+/// `hellos` and `worker`'s library versions) or, with --resume, opens it and keeps the
+/// cells should_run_on_resume selects. Throws InputError for bad input (nothing has run,
+/// nothing written; a job that holds the lock is bad input too), Error otherwise.
+/// InputError for paths a run must refuse before it reads or writes anything: a --log-dir
+/// that cannot hold the logs of `ranks` ranks (check_log_dir), an -o that is a directory,
+/// an -o that is the matrix file itself (even with --force).
+void check_run_paths(const RunOptions& options, int ranks);
+
 PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello>& hellos,
                         const WorkerFactory& worker);
 
