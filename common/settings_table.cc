@@ -20,14 +20,12 @@ Enum parse_name(const std::string& text) {
 /// SettingValue of a CellSpec member of any setting type.
 template <typename T>
 SettingValue to_value(const T& member) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
     return member;
   } else if constexpr (std::is_integral_v<T>) {
     return static_cast<int64_t>(member);
   } else if constexpr (std::is_floating_point_v<T>) {
     return static_cast<double>(member);
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    return member;
   } else {
     return to_string(member);
   }
