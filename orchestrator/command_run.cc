@@ -84,6 +84,12 @@ void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worke
                    "Seconds past a cell's timeout_s before rank 0 declares it hung")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  command
+      ->add_option("--hang-limit", options->hang_limit_s,
+                   "Seconds past a timed-out cell's watchdog deadline to wait for its ranks "
+                   "(still computing) before declaring them hung and ending the job")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   auto* verbose_flag = command->add_flag("-v,--verbose", *verbose, "Debug output on the console");
   command->add_flag("-q,--quiet", *quiet, "Only warnings and errors on the console")
       ->excludes(verbose_flag);

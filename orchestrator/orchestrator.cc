@@ -61,8 +61,16 @@ struct RunningCell {
   std::vector<int> members;
   std::vector<std::optional<RankResult>> results;
   size_t received = 0;
-  Clock::time_point deadline;
+  Clock::time_point deadline;       ///< timeout_s + watchdog grace after dispatch
+  Clock::time_point hard_deadline;  ///< deadline + hang limit: then the job ends
+  bool overdue = false;             ///< past `deadline`: already recorded `timeout`
+  std::string overdue_reason;
 };
+
+Clock::duration seconds(double value) {
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(std::max(value, 0.0)));
+}
 
 std::string join_ranks(const std::vector<int>& ranks) {
   std::ostringstream out;
@@ -192,9 +200,8 @@ class Loop {
       running.cell = &cell;
       running.members = d.members;
       running.results.resize(d.members.size());
-      const double limit_s = cell.timeout_s + options_.watchdog_grace_s;
-      running.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(std::max(limit_s, 0.0)));
+      running.deadline = Clock::now() + seconds(cell.timeout_s + options_.watchdog_grace_s);
+      running.hard_deadline = running.deadline + seconds(options_.hang_limit_s);
       SB_LOG(info) << "start " << cell_label(cell) << " [" << cell.cell_id << "] on ranks "
                    << join_ranks(d.members);
       running_.emplace(cell.cell_id, std::move(running));
@@ -254,8 +261,17 @@ class Loop {
     RunningCell& running = it->second;
     std::vector<RankResult> results;
     for (auto& result : running.results) results.push_back(std::move(*result));
-    const CellOutcome cell_result = cell_outcome(results);
-    if (cell_result.status == CellStatus::kOk) {
+    CellOutcome cell_result = cell_outcome(results);
+    if (running.overdue) {
+      // See Note [Late cells]: recorded `timeout` at the deadline; now the ranks are free.
+      cell_result = {
+          CellStatus::kTimeout, FailurePhase::kWatchdog,
+          running.overdue_reason + "; the ranks came back later (" +
+              (cell_result.status == CellStatus::kOk ? std::string("ok") : cell_result.reason) +
+              ") and the sweep went on"};
+      sink_.finish_without_results(*running.cell, cell_result.status, cell_result.failed_phase,
+                                   cell_result.reason);
+    } else if (cell_result.status == CellStatus::kOk) {
       sink_.complete(*running.cell, results);
     } else {
       SB_LOG(warning) << cell_label(*running.cell) << " " << to_string(cell_result.status)
@@ -270,6 +286,7 @@ class Loop {
     finished(cell, cell_result.status);
   }
 
+  /// See Note [Late cells] in orchestrator.h.
   void check_watchdog() {
     const auto now = Clock::now();
     for (auto& [id, running] : running_) {
@@ -278,18 +295,29 @@ class Loop {
       for (size_t i = 0; i < running.members.size(); ++i) {
         if (!running.results[i]) silent.push_back(running.members[i]);
       }
-      const std::string reason =
-          "no result within timeout_s=" + std::to_string(running.cell->timeout_s) +
-          " (+ watchdog grace " + std::to_string(options_.watchdog_grace_s) + " s) from ranks " +
-          join_ranks(silent);
-      sink_.finish_without_results(*running.cell, CellStatus::kTimeout, FailurePhase::kWatchdog,
-                                   reason);
+      if (!running.overdue) {
+        running.overdue = true;
+        running.overdue_reason =
+            "no result within timeout_s=" + std::to_string(running.cell->timeout_s) +
+            " (+ watchdog grace " + std::to_string(options_.watchdog_grace_s) + " s) from ranks " +
+            join_ranks(silent);
+        sink_.finish_without_results(*running.cell, CellStatus::kTimeout, FailurePhase::kWatchdog,
+                                     running.overdue_reason);
+        SB_LOG(warning) << cell_label(*running.cell) << " [" << id
+                        << "]: " << running.overdue_reason
+                        << "; recorded as timeout. Waiting up to " << options_.hang_limit_s
+                        << " s (--hang-limit) for the ranks to come back before the job ends";
+        continue;
+      }
+      if (now < running.hard_deadline) continue;
       ++outcome_.counts[CellStatus::kTimeout];
-      outcome_.abort_message = "cell " + cell_label(*running.cell) + " [" + id +
-                               "] timed out: " + reason +
-                               ". A hung MPI collective cannot be cancelled, so the job ends "
-                               "here; the cell is recorded as timeout. Rerun with --resume to "
-                               "run the remaining cells";
+      outcome_.abort_message =
+          "cell " + cell_label(*running.cell) + " [" + id + "] timed out and ranks " +
+          join_ranks(silent) + " did not come back within --hang-limit " +
+          std::to_string(options_.hang_limit_s) +
+          " s: they are stuck (e.g. in a collective, which cannot be cancelled), so the job "
+          "ends here. The cell is recorded as timeout and every finished cell is saved; run "
+          "the same command with --resume to run the remaining cells";
       return;
     }
   }

@@ -23,10 +23,18 @@
 //      takes part in one MPI_Bcast of the exit status, so mpirun's status is rank 0's.
 //
 // Rank 0 never blocks on a receive: its loop polls for results (MPI_Iprobe), the stop
-// signal flag (Note [Stop signals]) and the per-cell watchdog. A cell with no complete
-// result `timeout_s + watchdog_grace_s` after dispatch is recorded as `timeout`
-// (flushed) and the job ends (MPI_Abort, status 4): a hung collective on the CPU/MPI
-// path cannot be cancelled. A RankResult with `fatal` set (FatalError on a worker)
+// signal flag (Note [Stop signals]) and the per-cell watchdog (Note [Late cells]).
+//
+// Note [Late cells]
+// ~~~~~~~~~~~~~~~~~
+// A cell with no complete result `timeout_s + watchdog_grace_s` after dispatch is recorded
+// as `timeout` at once (flushed), but its ranks stay reserved: rank 0 cannot tell a rank
+// that is still computing a long iteration (workers check the cell's deadline only between
+// iterations) from one stuck in a collective. If the ranks come back within
+// `hang_limit_s` more, the cell stays `timeout` (its late results are not stored), the
+// ranks are freed and the sweep goes on. If not, they are taken as hung and the job ends
+// (MPI_Abort, status 4), with a message naming the cell and --resume: a hung collective on
+// the CPU/MPI path cannot be cancelled. A RankResult with `fatal` set (FatalError on a worker)
 // records the cell as failed and ends the job the same way.
 #pragma once
 
@@ -73,6 +81,9 @@ struct OrchestratorOptions {
   SchedulingMode scheduling = SchedulingMode::kExclusive;
   bool fail_fast = false;
   double watchdog_grace_s = 5.0;
+  /// Seconds rank 0 still waits for a timed-out cell's ranks before it ends the job (Note
+  /// [Late cells]); RunOptions::hang_limit_s.
+  double hang_limit_s = 300.0;
   /// Cells of the matrix already final in the results file (resume), for progress only.
   size_t already_done = 0;
   /// Cells of the whole matrix (progress total); 0 = cells.size() + already_done.

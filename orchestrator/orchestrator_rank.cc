@@ -100,6 +100,7 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
   orchestration.scheduling = prepared.scheduling;
   orchestration.fail_fast = options.fail_fast;
   orchestration.watchdog_grace_s = options.watchdog_grace_s;
+  orchestration.hang_limit_s = options.hang_limit_s;
   orchestration.already_done = prepared.already_done;
   orchestration.total_cells = matrix.cells().size();
   StoreSink sink(*prepared.store);

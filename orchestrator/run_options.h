@@ -40,6 +40,10 @@ struct RunOptions {
   /// Slack the rank-0 watchdog adds to a cell's timeout_s before it declares the cell hung
   /// (worker-side timeouts fire first; this is the backstop). --watchdog-grace.
   double watchdog_grace_s = 5.0;
+  /// Seconds past that watchdog deadline during which rank 0 still waits for a late cell's
+  /// ranks (a rank computing a long iteration) before it declares them hung and ends the
+  /// job. See Note [Late cells] in orchestrator/orchestrator.h. --hang-limit.
+  double hang_limit_s = 300.0;
   std::vector<std::string> argv;  ///< the full command line (provenance)
 
   /// log_dir, or "<output>.logs" when it is empty.

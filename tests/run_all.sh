@@ -22,7 +22,7 @@ run_step() {
   if "$@"; then echo "--- $name: passed"; else echo "--- $name: FAILED"; failures+=("$name"); fi
 }
 
-cpp_sources() { git ls-files '*.h' '*.cc' | grep -E '^(common|orchestrator|worker|tests)/'; }
+cpp_sources() { git ls-files '*.h' '*.cc' | grep -E '^(common|protocol|orchestrator|worker|app|tests)/'; }
 check_format() { cpp_sources | xargs clang-format --dry-run --Werror; }
 # Note [clang-tidy in CI]
 # Every tracked .cc outside tests/ is checked, so a new top-level folder is covered without an

@@ -3,7 +3,11 @@
 
 Scenarios (--scenario, or all):
   hang            a cell that never returns: rank 0's watchdog records it as `timeout`
-                  (the cells before it stay ok) and the job ends with exit status 4.
+                  (the cells before it stay ok), waits --hang-limit more, and the job ends
+                  with exit status 4 and a message naming the cell and --resume.
+  slow            a single-worker cell whose one iteration outlasts timeout_s + grace: it
+                  is recorded as `timeout` when it returns and the sweep goes on (Note
+                  [Late cells]); the job ends with exit status 1, the other cells ok.
   sigkill_resume  SIGKILL the whole mpirun job at 10 random moments, each time followed by
                   `--resume`; then a last --resume completes: exactly the matrix's cells,
                   each once, all ok, the file readable after every kill.
@@ -40,6 +44,15 @@ sweep: {modes: [train], batch_sizes: [4], world_sizes: [2]}
 experiments:
   - {name: a-ok, model: mlp, input_shape: [16], num_classes: 2}
   - {name: b-hang, model: mlp, input_shape: [16], num_classes: 2}
+"""
+
+SLOW = """name: slow
+defaults: {device: cpu, backend: mpi, warmup: 1, iterations: 5, timeout_s: 1}
+sweep: {modes: [train], batch_sizes: [4], world_sizes: [1]}
+experiments:
+  - {name: a-ok, model: mlp, input_shape: [16], num_classes: 2}
+  - {name: b-sleep, model: mlp, input_shape: [16], num_classes: 2}
+  - {name: c-ok, model: mlp, input_shape: [16], num_classes: 2}
 """
 
 
@@ -154,15 +167,31 @@ def scenario_hang(runner):
     matrix, out = runner.workdir / "hang.yaml", runner.workdir / "hang.h5"
     matrix.write_text(HANG)
     start = time.time()
-    status, output = runner.run(matrix, out, "--watchdog-grace", "1", timeout=90)
+    status, output = runner.run(matrix, out, "--watchdog-grace", "1", "--hang-limit", "2",
+                                timeout=90)
     check(status == 4, f"hung cell: expected exit 4, got {status}\n{output}")
     check("timed out" in output, f"no clear timeout message:\n{output}")
+    check("b-hang" in output and "--resume" in output, f"message names no cell/--resume:\n{output}")
     cells = runner.info(out)["cells"]
     by_name = {c["spec"]["experiment"]: c for c in cells}
     check(by_name["a-ok"]["status"] == "ok", f"a-ok: {by_name['a-ok']}")
     check(by_name["b-hang"]["status"] == "timeout", f"b-hang: {by_name['b-hang']}")
     check("no result within timeout_s" in by_name["b-hang"]["reason"], "timeout reason")
     print(f"hang: timeout recorded, exit 4 after {time.time() - start:.1f} s")
+
+
+def scenario_slow(runner):
+    matrix, out = runner.workdir / "slow.yaml", runner.workdir / "slow.h5"
+    matrix.write_text(SLOW)
+    status, output = runner.run(matrix, out, "--watchdog-grace", "0", "--hang-limit", "60",
+                                timeout=90)
+    check(status == 1, f"slow cell: expected exit 1 (a cell timed out), got {status}\n{output}")
+    by_name = {c["spec"]["experiment"]: c for c in runner.info(out)["cells"]}
+    check(by_name["b-sleep"]["status"] == "timeout", f"b-sleep: {by_name['b-sleep']}")
+    check("came back later" in by_name["b-sleep"]["reason"], f"reason: {by_name['b-sleep']}")
+    for name in ("a-ok", "c-ok"):
+        check(by_name[name]["status"] == "ok", f"{name}: {by_name[name]}")
+    print("slow: the late cell is timeout, the sweep went on")
 
 
 def scenario_sigkill_resume(runner, kills=10):
@@ -224,7 +253,8 @@ def scenario_sigterm_resume(runner):
     print(f"sigterm_resume: exit 3 with {done_before}/{len(ids)} done, resume completed")
 
 
-SCENARIOS = {"hang": scenario_hang, "sigkill_resume": scenario_sigkill_resume,
+SCENARIOS = {"hang": scenario_hang, "slow": scenario_slow,
+             "sigkill_resume": scenario_sigkill_resume,
              "sigterm_resume": scenario_sigterm_resume}
 
 

@@ -44,7 +44,8 @@ TEST(Layering, EachFolderIncludesOnlyTheFloorsBelowIt) {
         ++number;
         std::smatch match;
         const std::string where = entry.path().string() + ":" + std::to_string(number);
-        if (std::regex_search(line, match, project_include) && kAllowed.count(match[1].str()) != 0) {
+        if (std::regex_search(line, match, project_include) &&
+            kAllowed.count(match[1].str()) != 0) {
           EXPECT_TRUE(allowed.count(match[1].str()) != 0)
               << where << " includes " << match[1] << "/ (" << folder << "/ may include only "
               << "the floors below it)";

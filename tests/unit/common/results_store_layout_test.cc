@@ -94,7 +94,8 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   store.complete_cell(ok, testing_util::full_results(ok));
   store.mark_skipped(skipped, "too large");
   store.mark_running(timeout, {1, 2});
-  store.finish_cell_without_results(timeout, CellStatus::kTimeout, FailurePhase::kWatchdog, "timeout");
+  store.finish_cell_without_results(timeout, CellStatus::kTimeout, FailurePhase::kWatchdog,
+                                    "timeout");
   store.set_end_time("2024-01-02T05:00:00Z");
 
   const std::string actual = layout_listing(path, {{ok.cell_id, "ok-cell"},
