@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 namespace scalebench {
@@ -33,9 +34,19 @@ std::string Diagnostics::error_text() const {
     return std::tie(a.where.line, a.where.column) < std::tie(b.where.line, b.where.column);
   });
   std::vector<std::string> lines;
+  std::set<std::string> seen;
+  size_t more = 0;
   for (const auto& diagnostic : sorted) {
     auto line = format_diagnostic(diagnostic);
-    if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+    if (!seen.insert(line).second) continue;
+    if (lines.size() < kMaxReportedErrors) {
+      lines.push_back(std::move(line));
+    } else {
+      ++more;
+    }
+  }
+  if (more > 0) {
+    lines.push_back("... and " + std::to_string(more) + " more problems; fix the ones above first");
   }
   return join(lines, "\n");
 }

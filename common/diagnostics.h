@@ -27,6 +27,9 @@ struct Diagnostic {
   std::string message;  ///< "what is wrong; what to change"
 };
 
+/// Most errors error_text() lists; the rest are counted in one last line.
+inline constexpr size_t kMaxReportedErrors = 100;
+
 /// Ordered collection of errors and warnings. Not thread-safe.
 class Diagnostics {
  public:
@@ -38,7 +41,8 @@ class Diagnostics {
   [[nodiscard]] const std::vector<Diagnostic>& warnings() const { return warnings_; }
 
   /// Every error, one formatted line each (see format_diagnostic), sorted by line and
-  /// column; exact repeats are dropped.
+  /// column; exact repeats are dropped; past kMaxReportedErrors lines, one line counts
+  /// the rest.
   [[nodiscard]] std::string error_text() const;
   /// Every warning, formatted with a "warning: " prefix after the location.
   [[nodiscard]] std::vector<std::string> warning_lines() const;

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "common/diagnostics.h"
 #include "common/matrix_request.h"
@@ -42,9 +41,14 @@ ExpandedMatrix load_matrix(const std::filesystem::path& path, const MatrixLimits
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw MatrixError(path.string() + ": cannot read the matrix file; check its permissions");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_matrix_text(path, text.str(), limits);
+  // One byte past the limit is enough for load_matrix_text to refuse the file (Note [Input
+  // limits]) without reading all of a huge one.
+  std::string text(kMaxMatrixFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad())
+    throw MatrixError(path.string() + ": cannot read the matrix file; check its permissions");
+  return load_matrix_text(path, text, limits);
 }
 
 ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::string& text,

@@ -1,5 +1,7 @@
 #include "common/matrix_csv.h"
 
+#include "common/matrix_text.h"
+
 namespace scalebench {
 namespace {
 
@@ -94,12 +96,25 @@ std::vector<CsvRecord> parse_csv(const std::string& text, const std::string& fil
         }
       }
       record.fields.push_back(std::move(field));
+      if (record.fields.size() > kMaxCsvFields) {  // See Note [Input limits]
+        diagnostics.error({file, record.line, 1, ""},
+                          "row has more than " + std::to_string(kMaxCsvFields) +
+                              " fields, the limit for a task file; a CytoDL task row has 6 "
+                              "(training) or 7 (inference)");
+        return records;
+      }
       if (cursor.peek() == ',') {
         cursor.take();
         continue;
       }
       cursor.skip_record_end();
       break;
+    }
+    if (records.size() > kMaxCsvRows) {  // the header and kMaxCsvRows rows read
+      diagnostics.error({file, record.line, 1, ""},
+                        "more than " + std::to_string(kMaxCsvRows) +
+                            " rows, the limit for a task file; split it into several files");
+      return records;
     }
     records.push_back(std::move(record));
   }

@@ -2,6 +2,7 @@
 // experiment entry of a MatrixRequest. The mapping table is in docs/matrix-reference.md.
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -210,11 +211,17 @@ class RowReader {
     std::optional<int64_t> devices;
     std::optional<int64_t> nodes;
     const std::vector<std::string> supported = supported_overrides();
+    std::set<std::string> seen;
     for (auto item : split_overrides(field.value)) {
       while (!item.empty() && item[0] == '+') item.erase(0, 1);
       const auto equals = item.find('=');
       const std::string key = item.substr(0, equals);
       const std::string value = equals == std::string::npos ? "" : item.substr(equals + 1);
+      if (!seen.insert(key).second) {
+        error(field, "overrides",
+              "override '" + key + "' is given twice in this row; keep only one of the two");
+        continue;
+      }
       if (equals == std::string::npos ||
           std::find(supported.begin(), supported.end(), key) == supported.end()) {
         const auto suggestion = closest_match(key, supported);
@@ -231,7 +238,11 @@ class RowReader {
       }
     }
     if (devices || nodes) {
-      put(experiment, "world_size", devices.value_or(1) * nodes.value_or(1), field, "overrides");
+      int64_t world_size = 0;  // an absurd product is refused by the range check
+      if (__builtin_mul_overflow(devices.value_or(1), nodes.value_or(1), &world_size)) {
+        world_size = std::numeric_limits<int64_t>::max();
+      }
+      put(experiment, "world_size", world_size, field, "overrides");
     }
   }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/matrix_request.h"
+#include "common/matrix_text.h"
 #include "common/settings.h"
 #include "common/zoo_names.h"
 
@@ -245,6 +246,15 @@ std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch,
   return cells;
 }
 
+/// Cells of one experiment on one branch before excludes, capped at kMaxMatrixCells + 1.
+size_t cell_count(const std::vector<Axis>& axes) {
+  size_t count = 1;
+  for (const auto& axis : axes) {
+    count = std::min(count * axis.values.size(), kMaxMatrixCells + 1);
+  }
+  return count;
+}
+
 void check_samples(const CellSpec& cell, const SourceLocation& where, Diagnostics& diagnostics) {
   if (cell.mode != Mode::kInfer || cell.samples == 0) return;
   if (cell.samples < cell.batch_size * cell.world_size) {
@@ -266,6 +276,7 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
   std::vector<int> rule_hits(request.excludes.size(), 0);
   std::map<std::string, const CellSpec*> by_id;
   bool has_tree_experiments = false;
+  size_t planned_cells = 0;  // before excludes; See Note [Input limits]
   for (const auto& experiment : request.experiments) {
     if (!experiment.tree_name.empty()) {
       has_tree_experiments = true;  // expanded by resolve_matrix
@@ -278,6 +289,14 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
         origin(pick(experiment.settings, request.defaults, "samples"), experiment.where);
     for (const auto& branch : branches) {
       if (experiment.only_branch && *experiment.only_branch != branch) continue;
+      planned_cells += cell_count(resolved.axes);
+      if (planned_cells > kMaxMatrixCells) {
+        diagnostics.error(experiment.where,
+                          "the matrix expands to more than " + std::to_string(kMaxMatrixCells) +
+                              " cells by this experiment, the limit for a matrix; shorten its "
+                              "sweep lists or split the matrix into several files");
+        return cells;
+      }
       const auto commit = commits.find(branch);
       for (auto& cell :
            cross(resolved, branch, commit == commits.end() ? std::string() : commit->second)) {

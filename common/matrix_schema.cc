@@ -23,9 +23,25 @@ namespace {
 
 using Json = nlohmann::json;
 
+/// Removes every "uniqueItems" of a schema. See SchemaDocuments.
+void strip_unique_items(Json& schema) {
+  if (schema.is_object()) {
+    schema.erase("uniqueItems");
+    for (auto& entry : schema.items()) strip_unique_items(entry.value());
+  } else if (schema.is_array()) {
+    for (auto& value : schema) strip_unique_items(value);
+  }
+}
+
 /// The schema files, parsed once per validation; `$ref`s are resolved against this map.
+/// For validation (`for_validation`), "uniqueItems" is left out: valijson compares every
+/// pair of a list and reports every repeated pair (a list of 1000 equal values: 500000
+/// errors, seconds and gigabytes), so the matrix reader checks repeats itself, once per list
+/// (check_repeats in common/matrix_yaml.cc). The printed schema keeps it, for editors.
 class SchemaDocuments {
  public:
+  explicit SchemaDocuments(bool for_validation = false) : for_validation_(for_validation) {}
+
   const Json& get(const std::string& file) {
     auto found = documents_.find(file);
     if (found != documents_.end()) return *found->second;
@@ -42,10 +58,12 @@ class SchemaDocuments {
       throw Error("the JSON Schema " + path.string() + " is not valid JSON: " + e.what());
     }
     add_settings_to_schema(file, *document);
+    if (for_validation_) strip_unique_items(*document);
     return *documents_.emplace(file, std::move(document)).first->second;
   }
 
  private:
+  bool for_validation_;
   std::map<std::string, std::unique_ptr<Json>> documents_;
 };
 
@@ -278,9 +296,6 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
   } else if (starts_with(text, "Object should have no fewer")) {
     message = "the mapping is empty; give at least one key (allowed keys: " +
               join(property_names(docs, schema_node)) + ")";
-  } else if (text.find("violate uniqueness") != std::string::npos) {
-    message = "the list has a repeated value (" + text.substr(0, text.find(" violate")) +
-              "); remove the repeat";
   } else if (starts_with(text, "Failed to match regex")) {
     message = describe_node(node) + " is not a valid value; expected " + expected_text(schema) +
               " (pattern " + (schema ? schema->value("pattern", std::string()) : "") + ")";
@@ -372,7 +387,7 @@ nlohmann::json schema_document(const std::string& schema_file) {
 
 void validate_with_schema(const YAML::Node& document, const std::string& schema_file,
                           const std::string& file, Diagnostics& diagnostics) {
-  SchemaDocuments docs;
+  SchemaDocuments docs(true);
   valijson::Schema schema;
   valijson::SchemaParser parser(valijson::SchemaParser::kDraft7);
   const valijson::adapters::NlohmannJsonAdapter schema_adapter(docs.get(schema_file));

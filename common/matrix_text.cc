@@ -1,7 +1,14 @@
 #include "common/matrix_text.h"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <optional>
+#include <sstream>
+#include <vector>
 
 namespace scalebench {
 namespace {
@@ -40,8 +47,21 @@ size_t utf8_sequence_length(const std::string& text, size_t i) {
 
 }  // namespace
 
+bool check_text_size(const std::string& text, const std::string& file, Diagnostics& diagnostics) {
+  if (text.size() <= kMaxMatrixFileBytes) return true;
+  const auto limit = static_cast<std::ptrdiff_t>(kMaxMatrixFileBytes);
+  const auto line = 1 + std::count(text.begin(), text.begin() + limit, '\n');
+  diagnostics.error({file, static_cast<int>(line), 0, ""},
+                    "the file is larger than " + std::to_string(kMaxMatrixFileBytes >> 20) +
+                        " MiB (" + std::to_string(kMaxMatrixFileBytes) +
+                        " bytes), the limit for a matrix or task file, from this line on; "
+                        "split it into several matrices");
+  return false;
+}
+
 bool check_text_encoding(const std::string& text, const std::string& file,
                          Diagnostics& diagnostics) {
+  if (!check_text_size(text, file, diagnostics)) return false;
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     diagnostics.error({file, 0, 0, ""},
                       "the file is empty; write a matrix (see docs/matrix-reference.md)");
@@ -62,6 +82,20 @@ bool check_text_encoding(const std::string& text, const std::string& file,
       ++line;
       line_start = ++i;
       line_reported = false;
+      continue;
+    }
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if ((byte < 0x20 && byte != '\t' && byte != '\r') || byte == 0x7f) {
+      if (!line_reported) {
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02x", byte);
+        diagnostics.error({file, line, static_cast<int>(i - line_start) + 1, ""},
+                          std::string("control character ") + code +
+                              "; a matrix or task file is text, remove it");
+        line_reported = true;
+      }
+      ok = false;
+      ++i;
       continue;
     }
     const size_t length = utf8_sequence_length(text, i);
@@ -181,6 +215,154 @@ void check_yaml_quotes(const std::string& text, const std::string& file, Diagnos
       value_start = false;
     }
   }
+}
+
+namespace {
+
+/// A limit of Note [Input limits] crossed at `where`.
+struct StructureProblem {
+  SourceLocation where;
+  std::string message;
+};
+
+/// Counts the nodes of a YAML document as yaml-cpp parses it, an alias counting as the
+/// whole node it refers to, and throws StructureProblem at the first limit crossed.
+class StructureCheck : public YAML::EventHandler {
+ public:
+  StructureCheck(const std::string& text, std::string file) : text_(text), file_(std::move(file)) {}
+
+  void OnDocumentStart(const YAML::Mark& /*mark*/) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+  void OnScalar(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t anchor,
+                const std::string& /*value*/) override {
+    leaf(mark, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    for (const auto& frame : stack_) {
+      if (frame.anchor != YAML::NullAnchor && frame.anchor == anchor) {
+        fail(mark, "the alias " + alias_name(mark) +
+                       " refers to a node that contains it, which never ends; write the "
+                       "values out instead");
+      }
+    }
+    const auto found = expanded_.find(anchor);  // an unknown anchor is yaml-cpp's error
+    const std::uint64_t nodes = found == expanded_.end() ? 1 : found->second;
+    add_entry();
+    add_nodes(nodes);
+    if (total_ > kMaxYamlNodes) {
+      fail(mark, "the alias " + alias_name(mark) + " (" + std::to_string(nodes) +
+                     " nodes) takes the document past " + std::to_string(kMaxYamlNodes) +
+                     " nodes once aliases are expanded, the limit for a matrix; write the "
+                     "values out or use fewer, smaller aliases");
+    }
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value /*style*/) override {
+    open(mark, anchor, true);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string& /*tag*/, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value /*style*/) override {
+    open(mark, anchor, false);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Frame {
+    YAML::Mark mark;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    bool sequence = false;
+    std::uint64_t nodes = 1;  ///< of the node, expanded, so far
+    std::size_t entries = 0;
+  };
+
+  [[noreturn]] void fail(const YAML::Mark& mark, std::string message) const {
+    throw StructureProblem{{file_, mark.line + 1, mark.column + 1, ""}, std::move(message)};
+  }
+
+  /// "*name" as written at `mark`.
+  std::string alias_name(const YAML::Mark& mark) const {
+    const auto start = static_cast<std::size_t>(std::max(0, mark.pos));
+    const std::size_t end = std::min(text_.find_first_of(" \t\r\n,]}", start), text_.size());
+    return text_.substr(start, std::min<std::size_t>(end - start, 64));
+  }
+
+  /// Counts one more entry of the enclosing list.
+  void add_entry() {
+    if (stack_.empty() || !stack_.back().sequence) return;
+    if (++stack_.back().entries > kMaxYamlListLength) {
+      fail(stack_.back().mark, "this list has more than " + std::to_string(kMaxYamlListLength) +
+                                   " entries, the limit for a matrix; shorten it or split "
+                                   "the matrix into several files");
+    }
+  }
+
+  void add_nodes(std::uint64_t nodes) {
+    // Saturating: a bomb's counts grow exponentially; anything past the limit is refused.
+    const auto plus = [](std::uint64_t a, std::uint64_t b) {
+      return std::min(a + std::min(b, kMaxYamlNodes + 1), kMaxYamlNodes + 1);
+    };
+    total_ = plus(total_, nodes);
+    if (!stack_.empty()) stack_.back().nodes = plus(stack_.back().nodes, nodes);
+  }
+
+  void check_total(const YAML::Mark& mark) const {
+    if (total_ > kMaxYamlNodes) {
+      fail(mark, "the document has more than " + std::to_string(kMaxYamlNodes) +
+                     " nodes, the limit for a matrix; shorten it or split the matrix into "
+                     "several files");
+    }
+  }
+
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    add_entry();
+    add_nodes(1);
+    if (anchor != YAML::NullAnchor) expanded_[anchor] = 1;
+    check_total(mark);
+  }
+
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor, bool sequence) {
+    add_entry();
+    if (stack_.size() >= kMaxYamlDepth) {
+      fail(mark, "lists and mappings nested more than " + std::to_string(kMaxYamlDepth) +
+                     " levels deep, the limit for a matrix; flatten the structure");
+    }
+    total_ = std::min(total_ + 1, kMaxYamlNodes + 1);
+    stack_.push_back({mark, anchor, sequence});
+    check_total(mark);
+  }
+
+  void close() {
+    const Frame frame = stack_.back();
+    stack_.pop_back();
+    if (frame.anchor != YAML::NullAnchor) expanded_[frame.anchor] = frame.nodes;
+    if (!stack_.empty()) {
+      stack_.back().nodes = std::min(stack_.back().nodes + frame.nodes, kMaxYamlNodes + 1);
+    }
+  }
+
+  const std::string& text_;
+  std::string file_;
+  std::vector<Frame> stack_;
+  std::map<YAML::anchor_t, std::uint64_t> expanded_;  ///< nodes of each anchored node
+  std::uint64_t total_ = 0;
+};
+
+}  // namespace
+
+bool check_yaml_structure(const std::string& text, const std::string& file,
+                          Diagnostics& diagnostics) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  StructureCheck check(text, file);
+  try {
+    parser.HandleNextDocument(check);
+  } catch (const StructureProblem& problem) {
+    diagnostics.error(problem.where, problem.message);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace scalebench

@@ -42,6 +42,24 @@ void check_duplicate_keys(const YAML::Node& node, const std::string& path, const
   }
 }
 
+/// Adds an error at `node` (a list) when two of `values` are equal, naming the first
+/// repeat. The JSON Schema's uniqueItems is not used for this (see SchemaDocuments in
+/// common/matrix_schema.cc): O(n log n), one error per list.
+template <typename T>
+void check_repeats(const std::vector<T>& values, const SourceLocation& where,
+                   Diagnostics& diagnostics) {
+  std::map<T, size_t> first;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto [previous, inserted] = first.emplace(values[i], i);
+    if (!inserted) {
+      diagnostics.error(where, "the list has a repeated value (entries [" +
+                                   std::to_string(previous->second) + "] and [" +
+                                   std::to_string(i) + "]); remove the repeat");
+      return;
+    }
+  }
+}
+
 template <typename T>
 std::optional<SettingValue> as_value(const std::optional<T>& value) {
   return value ? std::optional<SettingValue>(SettingValue(*value)) : std::nullopt;
@@ -123,6 +141,7 @@ class Reader {
         if (!value) return;
         values.push_back(std::move(*value));
       }
+      check_repeats(values, where(node, path), diagnostics_);
     } else {
       auto value = setting_value(setting, node, path);
       if (!value) return;
@@ -327,6 +346,7 @@ void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& reque
   if (const auto branches = root["branches"]) {
     request.branches =
         reader.list<std::string>(branches, "branches", "refs").value_or(std::vector<std::string>{});
+    check_repeats(request.branches, reader.where(branches, "branches"), diagnostics);
     for (size_t i = 0; i < request.branches.size(); ++i) {
       const std::string path = "branches[" + std::to_string(i) + "]";
       if (const auto problem = ref_syntax_problem(request.branches[i]); !problem.empty()) {
@@ -356,6 +376,8 @@ std::optional<YAML::Node> parse_yaml_text(const std::string& text, const std::st
   check_yaml_quotes(text, file, diagnostics);
   if (diagnostics.has_errors()) return std::nullopt;
   try {
+    // See Note [Input limits]: the bounds hold before the node tree is built.
+    if (!check_yaml_structure(text, file, diagnostics)) return std::nullopt;
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     diagnostics.error({file, e.mark.line + 1, e.mark.column + 1, ""},
