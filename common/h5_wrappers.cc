@@ -24,7 +24,14 @@ Hdf5Handle open_attribute(hid_t object, const std::string& name) {
   return own_attribute(HDF5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)));
 }
 
+size_t element_count(hid_t space);
+
 std::string read_string_from_attribute(hid_t attribute) {
+  const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Aget_space(attribute)));
+  if (element_count(space) != 1) {  // H5Aread would write one string per element
+    throw Hdf5Error(format_library_error("HDF5", __FILE__, __LINE__, "string attribute",
+                                         "expected one string, found an array"));
+  }
   const Hdf5Handle file_type = own_datatype(HDF5_CHECK(H5Aget_type(attribute)));
   if (HDF5_CHECK(H5Tis_variable_str(file_type)) > 0) {
     const Hdf5Handle memory_type = own_datatype(HDF5_CHECK(H5Tcopy(file_type)));  // same cset
@@ -44,9 +51,11 @@ size_t element_count(hid_t space) {
   return static_cast<size_t>(HDF5_CHECK(H5Sget_simple_extent_npoints(space)));
 }
 
-herr_t collect_attribute(hid_t object, const char* name, const H5A_info_t* /*info*/, void* client) {
-  auto& out = *static_cast<nlohmann::json*>(client);
-  out[name] = read_attribute(object, name);
+// HDF5 iteration callbacks only collect names: an exception must never unwind through
+// the C library (it would terminate the process); the values are read afterwards.
+herr_t collect_attribute_name(hid_t /*object*/, const char* name, const H5A_info_t* /*info*/,
+                              void* client) {
+  static_cast<std::vector<std::string>*>(client)->emplace_back(name);
   return 0;
 }
 
@@ -135,10 +144,17 @@ nlohmann::json read_attribute(hid_t object, const std::string& name) {
   return scalar && count == 1 ? nlohmann::json(values.front()) : nlohmann::json(values);
 }
 
+std::vector<std::string> attribute_names(hid_t object) {
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  HDF5_CHECK(
+      H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute_name, &names));
+  return names;
+}
+
 nlohmann::json read_all_attributes(hid_t object) {
   nlohmann::json out = nlohmann::json::object();
-  hsize_t index = 0;
-  HDF5_CHECK(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, collect_attribute, &out));
+  for (const auto& name : attribute_names(object)) out[name] = read_attribute(object, name);
   return out;
 }
 

@@ -40,7 +40,9 @@ int64_t read_int64_attribute(hid_t object, const std::string& name);
 /// Any attribute as JSON: strings as strings, integers as int64, floats as double (NaN
 /// becomes null when dumped), non-scalar numeric attributes as arrays.
 nlohmann::json read_attribute(hid_t object, const std::string& name);
-/// Every attribute of `object`, by name.
+/// Names of the attributes of `object`, in name order.
+std::vector<std::string> attribute_names(hid_t object);
+/// Every attribute of `object`, by name. Throws Hdf5Error when one cannot be read.
 nlohmann::json read_all_attributes(hid_t object);
 
 /// True when `name` (a path relative to `location`, one level) is a link there.

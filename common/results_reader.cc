@@ -1,6 +1,9 @@
 // read_results_overview (declared in common/results_store.h): the whole file minus the
-// bulk datasets, as JSON.
+// bulk datasets, as JSON, every part checked. See Note [Reading damaged files].
 #include <hdf5.h>
+
+#include <algorithm>
+#include <optional>
 
 #include "common/h5_wrappers.h"
 #include "common/hdf5_check.h"
@@ -10,6 +13,33 @@
 namespace scalebench {
 namespace {
 
+// Note [Reading damaged files]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A results file may be truncated (a copy cut short, a full disk before the durability
+// protocol existed), edited by hand, or written by a buggy tool. Every read checks what it
+// reads: the type of each attribute it uses, a spec that parses into a CellSpec, a known
+// status. A file HDF5 cannot open, without a string layout version or without /cells is
+// refused as a whole (InputError: one line, exit 2). Any other problem is confined to what
+// it damages: a cell that fails a check is left out of "cells" and listed under
+// "damaged_cells" with one line saying why; an unreadable root attribute is listed under
+// "problems". Readers show what is readable and the damage; writers (`run --resume`)
+// refuse a file with any damage, before writing to it.
+
+/// A cell's damage, one line: thrown inside read_cell, caught per cell.
+struct CellDamage {
+  std::string problem;
+};
+
+/// Root attributes and their JSON type; others are read as they are.
+const std::pair<const char*, nlohmann::json::value_t> kRootAttributeTypes[] = {
+    {"tool_version", nlohmann::json::value_t::string},
+    {"matrix_hash", nlohmann::json::value_t::string},
+    {"start_time", nlohmann::json::value_t::string},
+    {"end_time", nlohmann::json::value_t::string},
+    {"run_count", nlohmann::json::value_t::number_integer},
+    {"mpi_size", nlohmann::json::value_t::number_integer},
+};
+
 /// Replaces the JSON text of `object[key]` by its parsed value (kept as text if invalid).
 void parse_json_member(nlohmann::json& object, const char* key) {
   if (!object.contains(key) || !object[key].is_string()) return;
@@ -17,20 +47,95 @@ void parse_json_member(nlohmann::json& object, const char* key) {
   if (!parsed.is_discarded()) object[key] = std::move(parsed);
 }
 
+/// Every attribute of `object`; `unreadable` gets the names HDF5 cannot read.
+nlohmann::json read_attributes(hid_t object, std::vector<std::string>& unreadable) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& name : h5::attribute_names(object)) {
+    try {
+      out[name] = h5::read_attribute(object, name);
+    } catch (const Error&) {
+      unreadable.push_back(name);
+    }
+  }
+  return out;
+}
+
+/// The string attribute `key` of a cell, or CellDamage.
+std::string cell_string(const nlohmann::json& attributes, const char* key, bool required) {
+  if (!attributes.contains(key)) {
+    if (required) throw CellDamage{std::string("attribute '") + key + "' is missing"};
+    return "";
+  }
+  if (!attributes.at(key).is_string()) {
+    throw CellDamage{std::string("attribute '") + key + "' is not a string"};
+  }
+  return attributes.at(key).get<std::string>();
+}
+
+/// Checks the spec of cell `id`: JSON of a CellSpec (cell_spec_from_json) of this id.
+void check_spec(const std::string& id, const std::string& text) {
+  const auto spec = nlohmann::json::parse(text, nullptr, false);
+  if (spec.is_discarded()) throw CellDamage{"attribute 'spec' is not valid JSON"};
+  try {
+    const CellSpec parsed = cell_spec_from_json(spec);
+    if (!parsed.cell_id.empty() && parsed.cell_id != id) {
+      throw CellDamage{"attribute 'spec' belongs to cell " + parsed.cell_id};
+    }
+  } catch (const InputError& e) {
+    throw CellDamage{"attribute 'spec' is not a cell's spec (" + std::string(e.what()) + ")"};
+  }
+}
+
 nlohmann::json read_cell(hid_t cells, const std::string& id) {
-  const Hdf5Handle cell = own_group(HDF5_CHECK(H5Gopen2(cells, id.c_str(), H5P_DEFAULT)));
-  nlohmann::json out = h5::read_all_attributes(cell);
+  std::optional<Hdf5Handle> cell;
+  try {
+    cell.emplace(own_group(HDF5_CHECK(H5Gopen2(cells, id.c_str(), H5P_DEFAULT))));
+  } catch (const Error&) {
+    throw CellDamage{"its group cannot be opened"};
+  }
+  std::vector<std::string> unreadable;
+  nlohmann::json out;
+  try {
+    out = read_attributes(*cell, unreadable);
+  } catch (const Error&) {
+    throw CellDamage{"its attributes cannot be listed"};
+  }
+  if (!unreadable.empty())
+    throw CellDamage{"attribute '" + unreadable.front() + "' cannot be read"};
+  const std::string status = cell_string(out, "status", true);
+  if (!parse_cell_status(status)) {
+    throw CellDamage{"status '" + status + "' is not one of scalebench's statuses"};
+  }
+  check_spec(id, cell_string(out, "spec", true));
+  cell_string(out, "reason", false);
+  cell_string(out, "failed_phase", false);
   parse_json_member(out, "spec");
   parse_json_member(out, "ranks");
   out["datasets"] = nlohmann::json::array();
   out["summary"] = nullptr;
-  for (const auto& name : h5::link_names(cell)) {
+  std::vector<std::string> links;
+  try {
+    links = h5::link_names(*cell);
+  } catch (const Error&) {
+    throw CellDamage{"its datasets cannot be listed"};
+  }
+  for (const auto& name : links) {
     H5O_info_t info{};
-    HDF5_CHECK(H5Oget_info_by_name(cell, name.c_str(), &info, H5P_DEFAULT));
+    if (H5Oget_info_by_name(*cell, name.c_str(), &info, H5P_DEFAULT) < 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw CellDamage{"'" + name + "' cannot be read"};
+    }
     if (info.type == H5O_TYPE_DATASET) out["datasets"].push_back(name);
     if (info.type == H5O_TYPE_GROUP && name == "summary") {
-      const Hdf5Handle summary = own_group(HDF5_CHECK(H5Gopen2(cell, "summary", H5P_DEFAULT)));
-      out["summary"] = h5::read_all_attributes(summary);
+      try {
+        const Hdf5Handle summary = own_group(HDF5_CHECK(H5Gopen2(*cell, "summary", H5P_DEFAULT)));
+        out["summary"] = read_attributes(summary, unreadable);
+      } catch (const Error&) {
+        throw CellDamage{"its summary cannot be read"};
+      }
+      if (!unreadable.empty()) {
+        throw CellDamage{"summary attribute '" + unreadable.front() + "' cannot be read"};
+      }
     }
   }
   return out;
@@ -46,34 +151,104 @@ void require_readable(const std::filesystem::path& path) {
   }
 }
 
-}  // namespace
+/// InputError for a file that cannot be read as a whole: `what` says which part.
+[[noreturn]] void refuse_damaged(const std::filesystem::path& path, const std::string& what) {
+  throw InputError("results file " + path.string() + " is damaged: " + what +
+                   " (truncated or overwritten?); nothing was changed. Use a backup copy, or "
+                   "start a new results file");
+}
 
-nlohmann::json read_results_overview(const std::filesystem::path& path) {
-  silence_hdf5_error_printing();
-  require_readable(path);
-  const Hdf5Handle file = own_file(HDF5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
-  nlohmann::json provenance = h5::read_all_attributes(file);
-  if (!provenance.contains("scalebench_layout_version")) {
+/// Layout version string of the open root, or InputError.
+std::string layout_version(const nlohmann::json& root, const std::filesystem::path& path) {
+  if (!root.contains("scalebench_layout_version")) {
     throw InputError("results file " + path.string() +
                      " is not a scalebench results file (no root attribute "
                      "scalebench_layout_version)");
   }
-  const std::string version = provenance["scalebench_layout_version"].get<std::string>();
+  if (!root.at("scalebench_layout_version").is_string()) {
+    throw InputError("results file " + path.string() +
+                     " is not a scalebench results file (its root attribute "
+                     "scalebench_layout_version is not a string)");
+  }
+  const std::string version = root.at("scalebench_layout_version").get<std::string>();
   const std::string major = version.substr(0, version.find('.'));
   if (major != std::to_string(kResultsLayoutMajor)) {
     throw InputError("results file " + path.string() + " has layout version " + version +
                      ": required " + std::to_string(kResultsLayoutMajor) + ", found " + major);
   }
+  return version;
+}
+
+}  // namespace
+
+nlohmann::json read_results_overview(const std::filesystem::path& path) {
+  silence_hdf5_error_printing();
+  require_readable(path);
+  std::optional<Hdf5Handle> file;
+  try {
+    file.emplace(own_file(HDF5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT))));
+  } catch (const Hdf5Error&) {
+    refuse_damaged(path, "HDF5 cannot open it");
+  }
+  std::vector<std::string> unreadable;
+  nlohmann::json provenance;
+  try {
+    provenance = read_attributes(*file, unreadable);
+  } catch (const Error&) {
+    refuse_damaged(path, "its root attributes cannot be listed");
+  }
+  if (std::find(unreadable.begin(), unreadable.end(), "scalebench_layout_version") !=
+      unreadable.end()) {
+    refuse_damaged(path, "its root attribute scalebench_layout_version cannot be read");
+  }
+  const std::string version = layout_version(provenance, path);
+  nlohmann::json problems = nlohmann::json::array();
+  for (const auto& name : unreadable) {
+    problems.push_back("root attribute '" + name + "' cannot be read");
+  }
+  for (const auto& [key, type] : kRootAttributeTypes) {
+    if (!provenance.contains(key)) {
+      problems.push_back(std::string("root attribute '") + key + "' is missing");
+    } else if (provenance.at(key).type() != type) {
+      problems.push_back(std::string("root attribute '") + key + "' has the wrong type");
+    }
+  }
   for (const char* key : {"hosts", "devices", "argv", "environment"}) {
     parse_json_member(provenance, key);
   }
   nlohmann::json cells = nlohmann::json::object();
-  const Hdf5Handle group = own_group(HDF5_CHECK(H5Gopen2(file, results::kCellsGroup, H5P_DEFAULT)));
-  for (const auto& id : h5::link_names(group)) cells[id] = read_cell(group, id);
-  return {{"path", path.string()},
-          {"layout_version", version},
-          {"provenance", std::move(provenance)},
-          {"cells", std::move(cells)}};
+  nlohmann::json damaged = nlohmann::json::object();
+  std::vector<std::string> ids;
+  std::optional<Hdf5Handle> group;
+  try {
+    group.emplace(own_group(HDF5_CHECK(H5Gopen2(*file, results::kCellsGroup, H5P_DEFAULT))));
+    ids = h5::link_names(*group);
+  } catch (const Hdf5Error&) {
+    refuse_damaged(path, "its /cells group cannot be read");
+  }
+  for (const auto& id : ids) {
+    try {
+      cells[id] = read_cell(*group, id);
+    } catch (const CellDamage& damage) {
+      damaged[id] = damage.problem;
+    }
+  }
+  return {{"path", path.string()},    {"layout_version", version},
+          {"provenance", provenance}, {"cells", std::move(cells)},
+          {"damaged_cells", damaged}, {"problems", std::move(problems)}};
+}
+
+std::string describe_damage(const nlohmann::json& overview) {
+  std::string text;
+  for (const auto& problem : overview.value("problems", nlohmann::json::array())) {
+    text += (text.empty() ? "" : "; ") + problem.get<std::string>();
+  }
+  const nlohmann::json damaged_cells = overview.value("damaged_cells", nlohmann::json::object());
+  for (const auto& [id, problem] : damaged_cells.items()) {
+    text +=
+        (text.empty() ? "" : "; ") + std::string("cell ") + id + ": " + problem.get<std::string>();
+  }
+  return text;
 }
 
 }  // namespace scalebench

@@ -177,6 +177,13 @@ ResultsStore ResultsStore::open_for_resume(const std::filesystem::path& path,
                                            const std::string& expected_matrix_hash) {
   silence_hdf5_error_printing();
   require_hdf5_file(path, "run without --resume to start a new one");
+  // Never write to a file that cannot be read whole (Note [Reading damaged files]).
+  const nlohmann::json overview = read_results_overview(path);
+  if (const std::string damage = describe_damage(overview); !damage.empty()) {
+    throw InputError("cannot resume " + path.string() + ": it is damaged (" + damage +
+                     "); nothing was written to it. Use a backup copy, or start a new results "
+                     "file (another -o path, or --force to overwrite this one)");
+  }
   {
     const Hdf5Handle file = open_file(path, H5F_ACC_RDONLY);
     require_layout_major(file, path);

@@ -145,12 +145,20 @@ class ResultsStore {
   std::map<std::string, CommitInfo> commit_info_;
 };
 
-/// Reads a results file for `scalebench info` and tests. Throws InputError for a missing
-/// file, a non-scalebench file, or another layout major version. Returns
+/// Reads a results file for `scalebench info`, `run --resume` and tests, checking every
+/// part it reads (Note [Reading damaged files] in common/results_reader.cc). Throws
+/// InputError (one line) for a missing file, a non-scalebench file, another layout major
+/// version, or a file HDF5 cannot open or whose /cells cannot be read. Returns
 ///   {"path": ..., "layout_version": "1.1",
-///    "provenance": {every root attribute; hosts/devices/argv/environment parsed},
+///    "provenance": {every readable root attribute; hosts/devices/argv/environment parsed},
 ///    "cells": {"<cell_id>": {every cell attribute; spec and ranks parsed,
-///                            "datasets": [names], "summary": {attributes} or null}}}
+///                            "datasets": [names], "summary": {attributes} or null}},
+///    "damaged_cells": {"<cell_id>": "what is wrong with it, one line"},
+///    "problems": ["root attribute 'x' cannot be read", ...]}
+/// A damaged cell is in "damaged_cells" only, never in "cells".
 nlohmann::json read_results_overview(const std::filesystem::path& path);
+
+/// The "problems" and "damaged_cells" of an overview joined into one line ("" when none).
+std::string describe_damage(const nlohmann::json& overview);
 
 }  // namespace scalebench

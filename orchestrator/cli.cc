@@ -1,7 +1,9 @@
 #include "orchestrator/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <new>
 
 #include "common/build_info.h"
 #include "common/error.h"
@@ -27,14 +29,38 @@ int run_cli(int argc, char** argv, const WorkerFactory& worker) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitBadInput;
-  } catch (const InputError& e) {
-    std::cerr << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const Error& e) {
-    std::cerr << "scalebench: " << e.what() << "\n";
-    return kExitInfrastructure;
+  } catch (...) {
+    return report_error(std::current_exception(), std::cerr);
   }
   return exit_status;
+}
+
+int report_error(const std::exception_ptr& error, std::ostream& out) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError& e) {
+    out << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const Error& e) {
+    out << "scalebench: " << e.what() << "\n";
+    return kExitInfrastructure;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that cannot be created or read (permissions, a file where a
+    // folder is needed): the path and the OS's reason say what to change.
+    out << "scalebench: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    out << "scalebench: out of memory\n";
+    return kExitInfrastructure;
+  } catch (const std::exception& e) {
+    out << "scalebench: internal error: " << e.what()
+        << "; please report it with the command line\n";
+    return kExitInfrastructure;
+  } catch (...) {
+    out << "scalebench: internal error: an unknown exception; please report it with the "
+           "command line\n";
+    return kExitInfrastructure;
+  }
 }
 
 }  // namespace scalebench

@@ -1,6 +1,9 @@
 // The scalebench front door (CLI11): parses argv and dispatches to a command.
 #pragma once
 
+#include <exception>
+#include <ostream>
+
 #include "protocol/worker_factory.h"
 
 namespace scalebench {
@@ -10,5 +13,11 @@ namespace scalebench {
 /// `worker` provides the CellRunner for `run` (main.cc passes the LibTorch one; without
 /// it `run` fails with status 4).
 int run_cli(int argc, char** argv, const WorkerFactory& worker = {});
+
+/// The top-level handler of every command: prints the one line for the exception `error`
+/// to `out` and returns its exit status (common/exit_status.h): InputError and a
+/// filesystem error on a path the user gave -> kExitBadInput; any other scalebench Error,
+/// bad_alloc or unexpected exception -> kExitInfrastructure. Never throws.
+int report_error(const std::exception_ptr& error, std::ostream& out);
 
 }  // namespace scalebench

@@ -31,7 +31,12 @@ void print_table(const nlohmann::json& overview, std::ostream& out) {
       << "# time:     " << text(p, "start_time") << " .. "
       << (text(p, "end_time").empty() ? "(running or interrupted)" : text(p, "end_time"))
       << ", runs " << text(p, "run_count") << "\n";
-  out << format_summary_table(summary_rows(overview));
+  out << format_summary_table(summary_rows(overview)) << format_damage(overview);
+}
+
+bool has_damage(const nlohmann::json& overview) {
+  return !overview.value("damaged_cells", nlohmann::json::object()).empty() ||
+         !overview.value("problems", nlohmann::json::array()).empty();
 }
 
 }  // namespace
@@ -55,7 +60,8 @@ void add_info_command(CLI::App& app, int& exit_status) {
     } else {
       print_table(overview, std::cout);
     }
-    exit_status = kExitOk;
+    // The readable cells are shown; damage is listed and makes the status 1.
+    exit_status = has_damage(overview) ? kExitCellsFailed : kExitOk;
   });
 }
 

@@ -30,6 +30,12 @@ std::string text_of(const nlohmann::json& object, const char* key) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
+long long integer_of(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return 0;
+  const auto& value = object.at(key);
+  return value.is_number_integer() ? value.get<long long>() : 0;
+}
+
 double number_of(const nlohmann::json& object, const char* key) {
   if (!object.is_object() || !object.contains(key)) return kNaN;
   const auto& value = object.at(key);
@@ -43,8 +49,8 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   row.branch = text_of(spec, "branch");
   row.experiment = text_of(spec, "experiment");
   row.mode = text_of(spec, "mode");
-  row.batch_size = spec.is_object() ? spec.value("batch_size", 0LL) : 0;
-  row.world_size = spec.is_object() ? spec.value("world_size", 0LL) : 0;
+  row.batch_size = integer_of(spec, "batch_size");
+  row.world_size = integer_of(spec, "world_size");
   row.status = text_of(cell, "status");
   row.reason = text_of(cell, "reason");
   row.median_s = kNaN;
@@ -73,6 +79,7 @@ std::string fixed(double value, int decimals) {
 
 std::vector<SummaryRow> summary_rows(const nlohmann::json& overview) {
   std::vector<SummaryRow> rows;
+  if (!overview.is_object()) return rows;
   const auto cells = overview.value("cells", nlohmann::json::object());
   if (cells.is_object()) {
     for (const auto& [id, cell] : cells.items()) rows.push_back(row_of(id, cell));
@@ -157,10 +164,31 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
                      {"spec", as_json(source.value("spec", nlohmann::json::object()))},
                      {"summary", summary.is_object() ? summary : nlohmann::json(nullptr)}});
   }
+  nlohmann::json damaged = nlohmann::json::array();
+  const nlohmann::json damaged_cells = overview.value("damaged_cells", nlohmann::json::object());
+  for (const auto& [id, problem] : damaged_cells.items()) {
+    damaged.push_back({{"cell_id", id}, {"problem", problem}});
+  }
   return {{"file", file},
           {"provenance", overview.value("provenance", nlohmann::json::object())},
           {"counts", counts},
-          {"cells", cells}};
+          {"cells", cells},
+          {"damaged_cells", damaged},
+          {"problems", overview.value("problems", nlohmann::json::array())}};
+}
+
+std::string format_damage(const nlohmann::json& overview) {
+  std::string out;
+  for (const auto& problem : overview.value("problems", nlohmann::json::array())) {
+    out +=
+        "# damaged: " + (problem.is_string() ? problem.get<std::string>() : problem.dump()) + "\n";
+  }
+  const nlohmann::json damaged_cells = overview.value("damaged_cells", nlohmann::json::object());
+  for (const auto& [id, problem] : damaged_cells.items()) {
+    out += "# damaged cell " + id + ": " +
+           (problem.is_string() ? problem.get<std::string>() : problem.dump()) + "\n";
+  }
+  return out;
 }
 
 }  // namespace scalebench

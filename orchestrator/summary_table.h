@@ -41,7 +41,12 @@ std::map<std::string, size_t> status_counts(const std::vector<SummaryRow>& rows)
 std::string format_summary_table(const std::vector<SummaryRow>& rows);
 
 /// The stable JSON of `scalebench info --format json` (see docs/user-guide.md):
-/// {"file", "provenance", "counts", "cells": [...]}. Pure.
+/// {"file", "provenance", "counts", "cells": [...], "damaged_cells": [{"cell_id",
+/// "problem"}], "problems": [...]}. Pure.
 nlohmann::json info_json(const std::string& file, const nlohmann::json& overview);
+
+/// One '#' line per damaged part of an overview: "# damaged cell <id>: <problem>" and
+/// "# damaged: <problem>" for the root; "" when there is none. Pure.
+std::string format_damage(const nlohmann::json& overview);
 
 }  // namespace scalebench

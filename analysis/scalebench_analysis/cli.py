@@ -211,10 +211,24 @@ def _write(text: str, path: str | None) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
+def _warn_damaged(command: str, *loaded) -> None:
+    """One line on stderr per damaged cell of each loaded file (left out of the analysis)."""
+    for results in loaded:
+        if results is None:
+            continue
+        for cell_id, problem in sorted(results.damaged.items()):
+            print(
+                f"scalebench {command}: warning: {results.path}: damaged cell {cell_id} left "
+                f"out: {problem}",
+                file=sys.stderr,
+            )
+
+
 def run_analyze(args) -> int:
     from .render import render
 
     analysis = analyze(args.results, _options(args))
+    _warn_damaged("analyze", analysis.results, analysis.baseline)
     _write(render(analysis, args.format, args.table or "cells"), args.output)
     return EXIT_OK
 
@@ -224,6 +238,7 @@ def run_compare(args) -> int:
 
     options = _options(args)
     base, new = load(args.base), load(args.new)
+    _warn_damaged("compare", base, new)
     table = compare.regression_table(base, new, options.gate)
     analysis = Analysis(results=new, options=options, sections={"regressions": table})
     text = render(analysis, args.format, args.table or "regressions")
@@ -240,6 +255,7 @@ def run_report(args) -> int:
     from .report import write_report
 
     analysis = analyze(args.results, _options(args))
+    _warn_damaged("report", analysis.results, analysis.baseline)
     write_report(analysis, args.output, title=args.title)
     print(f"wrote {args.output}", file=sys.stderr)
     return EXIT_OK

@@ -16,6 +16,10 @@
 * ``rank_metrics``: one row per (cell_id, rank) with every per-rank metric as a column,
   plus ``host`` and ``device_name``.
 * ``meta``: the root attributes, JSON-valued ones decoded.
+* ``damaged``: cell id -> one line saying why the cell was left out (an unreadable
+  attribute or dataset, a spec that is not JSON, an unknown status, timings whose shape
+  does not match their phases, ...). The other cells are read as usual; the CLI prints one
+  warning line per damaged cell.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ class Results:
     timings: pd.DataFrame
     rank_metrics: pd.DataFrame
     raw: dict = field(default_factory=dict)
+    damaged: dict = field(default_factory=dict)
 
     def cell(self, cell_id: str) -> pd.Series:
         """The row of `cells` for `cell_id` (KeyError when absent)."""
@@ -157,16 +162,78 @@ def _open(path: str) -> h5py.File:
 
 
 def _read_meta(f: h5py.File, path: str) -> tuple[str, dict]:
-    if VERSION_ATTRIBUTE not in f.attrs:
+    try:
+        names = list(f.attrs.keys())
+        version = _decode(f.attrs[VERSION_ATTRIBUTE]) if VERSION_ATTRIBUTE in names else None
+    except (OSError, KeyError, ValueError, TypeError) as error:
+        raise ResultsFileError(f"{path}: damaged root attributes: {_one_line(error)}") from None
+    if version is None:
         raise ResultsFileError(
             f"{path}: not a scalebench results file (no root attribute {VERSION_ATTRIBUTE})"
         )
-    version = str(_decode(f.attrs[VERSION_ATTRIBUTE]))
+    if not isinstance(version, str):
+        raise ResultsFileError(
+            f"{path}: not a scalebench results file (its root attribute {VERSION_ATTRIBUTE} "
+            f"is not a string)"
+        )
     check_layout_version(version, path)
-    meta = {k: _decode(v) for k, v in f.attrs.items()}
+    meta = {}
+    for name in names:
+        try:
+            meta[name] = _decode(f.attrs[name])
+        except (OSError, KeyError, ValueError, TypeError):
+            meta[name] = None  # an unreadable provenance attribute: shown as missing
     for name in _JSON_ROOT_ATTRS:
-        meta[name] = _json_attr(f.attrs, name, meta.get(name))
+        text = meta.get(name)
+        if isinstance(text, str) and text:
+            try:
+                meta[name] = json.loads(text)
+            except json.JSONDecodeError:
+                pass  # kept as text
     return version, meta
+
+
+def _one_line(error: BaseException) -> str:
+    """The first line of an exception's message (h5py's can span several)."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+#: Spec fields every cell's spec has, with their type.
+_REQUIRED_SPEC_FIELDS = {"experiment": str, "mode": str, "batch_size": int, "world_size": int}
+#: Cell attributes read as integers by _cells_frame.
+_INTEGER_CELL_ATTRS = (
+    "batch_size",
+    "world_size",
+    "warmup_iterations",
+    "measured_iterations",
+    "samples",
+    "seed",
+)
+
+
+def _check_cell(row: dict, spec_text) -> None:
+    """Raises ValueError naming what is wrong with a cell row read by _cell_row."""
+    status = row.get("status")
+    if not isinstance(status, str) or status not in STATUSES:
+        shown = repr(status) if isinstance(status, str) else "of the wrong type"
+        raise ValueError(f"status {shown} is not one of {', '.join(STATUSES)}")
+    if not isinstance(spec_text, str):
+        raise ValueError("attribute 'spec' is missing or not a string")
+    try:
+        spec = json.loads(spec_text)
+    except json.JSONDecodeError:
+        raise ValueError("attribute 'spec' is not valid JSON") from None
+    if not isinstance(spec, dict):
+        raise ValueError("attribute 'spec' is not a JSON object")
+    for name, kind in _REQUIRED_SPEC_FIELDS.items():
+        value = spec.get(name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"spec field {name!r} is missing or not a {kind.__name__}")
+    for name in _INTEGER_CELL_ATTRS:
+        value = row.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"attribute {name!r} is not an integer: {value!r}")
 
 
 def _cell_row(cell_id: str, group: h5py.Group) -> dict:
@@ -310,22 +377,44 @@ def _cells_frame(rows: list[dict]) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _read_cell(cell_id: str, group: h5py.Group):
+    """The cell's row, timings, raw timings and rank rows; ValueError/OSError/... when any
+    part is damaged (see _check_cell)."""
+    row = _cell_row(cell_id, group)
+    _check_cell(row, _decode(group.attrs["spec"]) if "spec" in group.attrs else None)
+    frame, raw_timings = _cell_timings(cell_id, group)
+    return row, frame, raw_timings, _rank_rows(cell_id, group)
+
+
 def load(path: str | os.PathLike) -> Results:
     """Reads a scalebench results file. Raises ResultsFileError (file missing, not a
-    scalebench file, layout major version mismatch, malformed cell)."""
+    scalebench file, layout major version mismatch, no readable /cells). A damaged cell is
+    left out and listed in `damaged` with the reason."""
     path = os.fspath(path)
     with _open(path) as f:
         version, meta = _read_meta(f, path)
-        rows, timing_frames, rank_rows, raw = [], [], [], {}
-        cells_group = f.get("cells")
-        for cell_id in cells_group.keys() if cells_group is not None else []:
-            group = cells_group[cell_id]
-            rows.append(_cell_row(cell_id, group))
-            frame, raw_timings = _cell_timings(cell_id, group)
+        rows, timing_frames, rank_rows, raw, damaged = [], [], [], {}, {}
+        try:
+            cells_group = f.get("cells")
+            cell_ids = list(cells_group.keys()) if cells_group is not None else []
+        except (OSError, KeyError, ValueError) as error:
+            raise ResultsFileError(
+                f"{path}: damaged: its /cells group cannot be read ({_one_line(error)})"
+            ) from None
+        for cell_id in cell_ids:
+            try:
+                row, frame, raw_timings, ranks = _read_cell(cell_id, cells_group[cell_id])
+            except (OSError, KeyError, ValueError, TypeError, IndexError) as error:
+                damaged[cell_id] = _one_line(error)
+                continue
+            except ResultsFileError as error:
+                damaged[cell_id] = _one_line(error)
+                continue
+            rows.append(row)
             if frame is not None:
                 timing_frames.append(frame)
                 raw[cell_id] = raw_timings
-            rank_rows.extend(_rank_rows(cell_id, group))
+            rank_rows.extend(ranks)
     timings = (
         pd.concat(timing_frames, ignore_index=True)
         if timing_frames
@@ -339,4 +428,5 @@ def load(path: str | os.PathLike) -> Results:
         timings=timings,
         rank_metrics=pd.DataFrame(rank_rows),
         raw=raw,
+        damaged=damaged,
     )
