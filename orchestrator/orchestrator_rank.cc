@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/mpi_comm.h"
 #include "orchestrator/cell_inputs.h"
+#include "orchestrator/cli.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/prepare_steps.h"
 #include "orchestrator/run_preparation.h"
@@ -84,12 +85,8 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
   try {
     prepared = prepare_run(options, hellos, worker);
     init_logging(rank0_log_options(options));  // before go: a bad log file is bad input
-  } catch (const InputError& e) {
-    std::cerr << e.what() << "\n";
-    go = kExitBadInput;
-  } catch (const Error& e) {
-    std::cerr << "scalebench: " << e.what() << "\n";
-    go = kExitInfrastructure;
+  } catch (...) {  // any exception: the workers wait for go, so rank 0 must not leave here
+    go = report_error(std::current_exception(), std::cerr);
   }
   if (broadcast_status(go) != kExitOk) return go;
   const ResolvedMatrix& matrix = *prepared.matrix;
@@ -129,6 +126,8 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
               << std::flush;
   } catch (const Error& e) {
     abort_job(std::string("results or MPI failure on rank 0: ") + e.what(), kExitInfrastructure);
+  } catch (const std::exception& e) {
+    abort_job(std::string("internal error on rank 0: ") + e.what(), kExitInfrastructure);
   }
   if (status == kExitInterrupted) {
     SB_LOG(warning) << "interrupted: " << outcome.not_started
