@@ -54,16 +54,6 @@ std::optional<int64_t> to_int(const std::string& text) {
   return value;
 }
 
-std::optional<double> to_double(const std::string& text) {
-  try {
-    size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
 std::optional<Precision> lightning_precision(const std::string& text) {
   static const std::map<std::string, Precision> kNames{
       {"32", Precision::kFp32},   {"32-true", Precision::kFp32},
