@@ -170,7 +170,7 @@ std::string layout_version(const nlohmann::json& root, const std::filesystem::pa
                      " is not a scalebench results file (its root attribute "
                      "scalebench_layout_version is not a string)");
   }
-  const std::string version = root.at("scalebench_layout_version").get<std::string>();
+  std::string version = root.at("scalebench_layout_version").get<std::string>();
   const std::string major = version.substr(0, version.find('.'));
   if (major != std::to_string(kResultsLayoutMajor)) {
     throw InputError("results file " + path.string() + " has layout version " + version +
