@@ -52,7 +52,8 @@ struct CellOutcome {
   bool operator==(const CellOutcome&) const = default;
 };
 
-/// ok when every rank is ok; else the first non-ok rank in group-rank order, its reason
+/// ok when every rank is ok; else the first non-ok rank in group-rank order whose phase is
+/// not `group` (the echo of another rank's failure), or the first non-ok one, its reason
 /// prefixed by "rank <world rank>: ". Pure. The one definition: rank 0 records cells with
 /// it and the results store writes complete cells' status with it.
 CellOutcome cell_outcome(const std::vector<RankResult>& results);

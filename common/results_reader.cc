@@ -3,6 +3,8 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <array>
+#include <fstream>
 #include <optional>
 
 #include "common/h5_wrappers.h"
@@ -141,13 +143,45 @@ nlohmann::json read_cell(hid_t cells, const std::string& id) {
   return out;
 }
 
+/// The version byte of the file's HDF5 superblock (its signature at offset 0 or at a
+/// power of two from 512 on), or nullopt when there is none in the first 64 KiB.
+std::optional<int> superblock_version(const std::filesystem::path& path) {
+  static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 9> head{};
+  for (std::streamoff offset = 0; offset <= 65536; offset = offset == 0 ? 512 : offset * 2) {
+    in.clear();
+    in.seekg(offset);
+    if (!in.read(head.data(), head.size())) return std::nullopt;
+    if (std::equal(head.begin(), head.begin() + 8, kSignature)) {
+      return static_cast<unsigned char>(head[8]);
+    }
+  }
+  return std::nullopt;
+}
+
+// Note [Only checksummed files are parsed]
+// scalebench has always written results with the HDF5 1.10 format (superblock version 3),
+// whose metadata (superblock, object headers, B-trees, heaps of attributes) carries
+// checksums that HDF5 verifies while reading: a damaged byte there is an error, not a
+// crash. Files of the old format (superblock 0 or 1, e.g. written by h5py's defaults) have
+// no checksums, and fuzzing showed libhdf5 1.10 crashing on damaged ones (a SEGV in
+// H5A__close); those were never written by scalebench, so the readers refuse them before
+// HDF5 parses anything.
 void require_readable(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) {
     throw InputError("results file " + path.string() + " does not exist");
   }
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
+  const auto version = superblock_version(path);
+  if (!version || H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError("results file " + path.string() + " is not an HDF5 file");
+  }
+  if (*version < 2) {
+    throw InputError("results file " + path.string() +
+                     " was not written by scalebench: its HDF5 superblock is version " +
+                     std::to_string(*version) +
+                     " (no metadata checksums); scalebench writes version 3");
   }
 }
 

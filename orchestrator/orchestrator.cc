@@ -11,7 +11,9 @@
 #include "common/logging.h"
 #include "common/mpi_comm.h"
 #include "orchestrator/progress.h"
+#include "orchestrator/progress_watchdog.h"
 #include "orchestrator/scheduler.h"
+#include "protocol/fault_injection.h"
 #include "protocol/signals.h"
 
 namespace scalebench {
@@ -33,13 +35,32 @@ bool should_run_on_resume(std::optional<CellStatus> stored, bool retry_failed) {
   return true;
 }
 
-std::vector<WorkerHello> collect_hellos(int world_size) {
+std::vector<WorkerHello> collect_hellos(int world_size, double limit_s) {
   std::vector<WorkerHello> hellos;
-  for (int i = 1; i < world_size; ++i) {
-    const auto message = receive_message(MPI_ANY_SOURCE, Tag::kHello, MPI_COMM_WORLD);
-    auto hello = deserialize_hello(message.bytes);
-    hello.world_rank = message.source;
-    hellos.push_back(std::move(hello));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(limit_s));
+  auto sleep = std::chrono::microseconds(50);
+  while (static_cast<int>(hellos.size()) < world_size - 1) {
+    if (auto message = try_receive_message(MPI_ANY_SOURCE, {Tag::kHello}, MPI_COMM_WORLD)) {
+      auto hello = deserialize_hello(message->bytes);
+      hello.world_rank = message->source;
+      hellos.push_back(std::move(hello));
+      continue;
+    }
+    if (limit_s > 0 && std::chrono::steady_clock::now() > deadline) {
+      std::set<int> silent;
+      for (int rank = 1; rank < world_size; ++rank) silent.insert(rank);
+      for (const auto& hello : hellos) silent.erase(hello.world_rank);
+      std::ostringstream ranks;
+      for (const int rank : silent) ranks << (rank == *silent.begin() ? "" : ",") << rank;
+      throw FatalError("worker ranks " + ranks.str() + " did not report within " +
+                       std::to_string(static_cast<int>(limit_s)) +
+                       " s of the start (--hang-limit): they are stuck or cannot start "
+                       "their device; nothing was run");
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
   }
   std::sort(hellos.begin(), hellos.end(),
             [](const auto& a, const auto& b) { return a.world_rank < b.world_rank; });
@@ -97,10 +118,13 @@ class Loop {
         workers_(workers) {}
 
   OrchestratorOutcome run() {
+    ProgressWatchdog watchdog(options_.hang_limit_s);  // Note [Rank 0 watchdog]
+    fault_point("start", 0);
     auto pending = schedulable(cells_, workers_.size());
     scheduler_.emplace(slots(workers_), std::move(pending), options_.scheduling);
     auto sleep = std::chrono::microseconds(50);
     while (!scheduler_->done() && !outcome_.abort_message) {
+      watchdog.beat();
       handle_signals();
       if (outcome_.abort_message) break;
       if (!stopping_) dispatch();
@@ -113,6 +137,7 @@ class Loop {
       std::this_thread::sleep_for(sleep);
       sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
     }
+    fault_point("finish", 0);
     return outcome_;
   }
 
@@ -194,6 +219,7 @@ class Loop {
         continue;
       }
       sink_.mark_running(cell, d.members);
+      fault_point("dispatch", 0);
       const auto bytes = serialize(assignment);
       for (const int rank : d.members) send_message(bytes, rank, Tag::kAssign, MPI_COMM_WORLD);
       RunningCell running;
@@ -272,6 +298,7 @@ class Loop {
       sink_.finish_without_results(*running.cell, cell_result.status, cell_result.failed_phase,
                                    cell_result.reason);
     } else if (cell_result.status == CellStatus::kOk) {
+      fault_point("write", 0);
       sink_.complete(*running.cell, results);
     } else {
       SB_LOG(warning) << cell_label(*running.cell) << " " << to_string(cell_result.status)

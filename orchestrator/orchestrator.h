@@ -72,7 +72,9 @@ class ResultSink {
 bool should_run_on_resume(std::optional<CellStatus> stored, bool retry_failed);
 
 /// Rank 0: receives one WorkerHello from each of ranks 1..world_size-1, by world rank.
-std::vector<WorkerHello> collect_hellos(int world_size);
+/// Throws FatalError naming the silent ranks when they have not all reported within
+/// `limit_s` seconds (<= 0: wait for ever).
+std::vector<WorkerHello> collect_hellos(int world_size, double limit_s);
 
 /// Rank 0: Tag::kShutdown to ranks 1..world_size-1.
 void shutdown_workers(int world_size);

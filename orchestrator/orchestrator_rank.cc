@@ -79,7 +79,12 @@ LogOptions rank0_log_options(const RunOptions& options) {
 
 int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker) {
   const StopSignalHandler signals;  // See Note [Stop signals]
-  const auto hellos = collect_hellos(world_size());
+  std::vector<WorkerHello> hellos;
+  try {
+    hellos = collect_hellos(world_size(), options.hang_limit_s);
+  } catch (const Error& e) {
+    abort_job(e.what(), kExitInfrastructure);
+  }
   PreparedRun prepared;
   int go = kExitOk;
   try {

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/mpi_comm.h"
+#include "protocol/fault_injection.h"
 
 namespace scalebench {
 namespace {
@@ -121,7 +122,9 @@ int run_worker_loop(CellRunner& runner, const WorkerContext& context) {
                        ") from rank 0; the ranks run different scalebench versions?");
     }
     const Assignment assignment = deserialize_assignment(message.bytes);
+    fault_point("receive", context.world_rank);  // Note [Fault injection]
     const RankResult result = run_assignment(runner, assignment, context);
+    fault_point("result", context.world_rank);
     send_message(serialize(result), 0, Tag::kResult, MPI_COMM_WORLD);
     ++cells;
   }

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/exit_status.h"
+#include "protocol/fault_injection.h"
 #include "protocol/job_control.h"
 #include "protocol/signals.h"
 #include "protocol/worker_loop.h"
@@ -15,6 +16,7 @@ int run_worker_rank(const WorkerFactory& worker, const WorkerContext& context,
   const IgnoreStopSignals ignore_signals;  // See Note [Stop signals]
   try {
     const auto runner = worker.make_runner();
+    fault_point("hello", context.world_rank);  // Note [Fault injection]
     send_hello(context, *runner);
     if (const int go = broadcast_status(kExitOk); go != kExitOk) return go;
     init_logging(log);

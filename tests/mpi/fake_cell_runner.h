@@ -7,21 +7,25 @@
 //   "sleep"  sleeps timeout_s + 1 s, then returns ok
 //   "hang"   never returns (the rank-0 watchdog must end the job)
 //   "fatal"  throws FatalError (the job ends)
-// Every cell that gets past those runs one MPI_Allreduce over the group (proving the
-// group works); ok cells then sleep SCALEBENCH_FAKE_CELL_S seconds (default 0), and returns ok
-// timings.
+// Every cell that gets past those passes the fault points setup, forward and (training)
+// backward (Note [Fault injection]; a CellError there fails this rank only) and then runs
+// one MPI_Allreduce over the group: the group's agreement, so a rank that failed alone
+// still meets the others, who return failed in phase `group`. Ok cells then sleep
+// SCALEBENCH_FAKE_CELL_S seconds (default 0), and return ok timings.
 #pragma once
 
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
 #include "protocol/cell_runner.h"
+#include "protocol/fault_injection.h"
 
 namespace scalebench::testing_fake {
 
@@ -65,8 +69,31 @@ class FakeCellRunner : public CellRunner {
     if (name.find("sleep") != std::string::npos) {
       std::this_thread::sleep_for(std::chrono::duration<double>(cell.timeout_s + 1.0));
     }
-    int sum = 0;  // every rank takes part, also the one that then fails alone
-    MPI_CHECK(MPI_Allreduce(&group_rank, &sum, 1, MPI_INT, MPI_SUM, group));
+    std::optional<RankResult> own_failure;
+    try {
+      fault_point("setup", context.world_rank);
+      fault_point("forward", context.world_rank);
+      if (cell.mode == Mode::kTrain) fault_point("backward", context.world_rank);
+    } catch (const CellError& error) {
+      own_failure = result;
+      own_failure->status = dynamic_cast<const OutOfMemoryError*>(&error) != nullptr
+                                ? CellStatus::kOom
+                                : CellStatus::kFailed;
+      own_failure->failed_phase = error.phase();
+      own_failure->reason = error.what();
+    }
+    // The agreement: every rank takes part, also the one that failed alone.
+    int local[2] = {group_rank, own_failure ? 1 : 0};
+    int agreed[2] = {0, 0};
+    MPI_CHECK(MPI_Allreduce(local, agreed, 2, MPI_INT, MPI_SUM, group));
+    const int sum = agreed[0];
+    if (own_failure) return *own_failure;
+    if (agreed[1] > 0) {
+      result.status = CellStatus::kFailed;
+      result.failed_phase = FailurePhase::kGroup;
+      result.reason = "fake runner: another rank of the group failed";
+      return result;
+    }
     if (name.find("oom") != std::string::npos) {
       result.status = CellStatus::kOom;
       result.failed_phase = FailurePhase::kForward;

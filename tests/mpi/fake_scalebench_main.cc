@@ -3,8 +3,10 @@
 // orchestrator's fault tests (tests/faults/) and builds without Torch.
 #include "fake_cell_runner.h"
 #include "orchestrator/cli.h"
+#include "protocol/fault_injection.h"
 
 int main(int argc, char** argv) {
+  scalebench::enable_fault_injection();  // Note [Fault injection]: test binaries only
   const scalebench::WorkerFactory worker{
       scalebench::testing_fake::make_fake_cell_runner, [] {
         return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}};

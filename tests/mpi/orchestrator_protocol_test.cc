@@ -108,7 +108,7 @@ std::pair<OrchestratorOutcome, MemorySink> run_everywhere(const std::vector<Cell
   MemorySink sink;
   OrchestratorOutcome outcome;
   if (world_rank() == 0) {
-    const auto hellos = collect_hellos(world_size());
+    const auto hellos = collect_hellos(world_size(), 0);
     EXPECT_EQ(hellos.size(), static_cast<size_t>(world_size() - 1));
     for (const auto& hello : hellos) EXPECT_EQ(hello.device.rfind("fake-cpu-", 0), 0u);
     outcome = run_orchestrator(cells, hellos, sink, options);

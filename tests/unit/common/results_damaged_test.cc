@@ -210,5 +210,31 @@ TEST(DamagedFile, TruncatedFileIsOneLineInputError) {
   }
 }
 
+// Note [Only checksummed files are parsed]: every file of tests/data/results/damaged (the
+// inputs the results-reader fuzzer crashed libhdf5 with) and an old-format file are refused
+// with one line before HDF5 parses them.
+TEST(DamagedFile, FuzzFindingsAndOldFormatFilesAreRefusedBeforeHdf5Parses) {
+  const auto damaged = std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "damaged";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(damaged)) {
+    ++files;
+    const std::string error = input_error_of([&] { read_results_overview(entry.path()); });
+    EXPECT_THAT(error, HasSubstr("was not written by scalebench")) << entry.path();
+    EXPECT_THAT(error, HasSubstr("superblock is version 0")) << entry.path();
+    EXPECT_THAT(input_error_of([&] { ResultsStore::open_for_resume(entry.path(), kHash); }),
+                HasSubstr("was not written by scalebench"));
+  }
+  EXPECT_GE(files, 1);
+
+  TempDir dir;
+  const auto old_format = dir.path() / "old.h5";
+  {
+    const Hdf5Handle file = own_file(
+        HDF5_CHECK(H5Fcreate(old_format.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+  }
+  EXPECT_THAT(input_error_of([&] { read_results_overview(old_format); }),
+              HasSubstr("superblock is version 0"));
+}
+
 }  // namespace
 }  // namespace scalebench

@@ -56,6 +56,17 @@ TEST(CellOutcome, FirstNonOkRankDecides) {
   EXPECT_EQ(outcome.reason, "rank 2: CUDA");
 }
 
+TEST(CellOutcome, TheRankThatFailedDecidesNotItsGroupEcho) {
+  RankResult echo = rank(1, CellStatus::kFailed, "another rank of the group failed");
+  echo.failed_phase = FailurePhase::kGroup;
+  const auto outcome =
+      cell_outcome({echo, rank(2, CellStatus::kOom, "CUDA"), rank(3, CellStatus::kOk)});
+  EXPECT_EQ(outcome.status, CellStatus::kOom);
+  EXPECT_EQ(outcome.failed_phase, FailurePhase::kForward);
+  EXPECT_EQ(outcome.reason, "rank 2: CUDA");
+  EXPECT_EQ(cell_outcome({echo, rank(3, CellStatus::kOk)}).failed_phase, FailurePhase::kGroup);
+}
+
 TEST(ShouldRunOnResume, TableOfStoredStatuses) {
   struct Case {
     std::optional<CellStatus> stored;
