@@ -29,6 +29,13 @@ class InputError : public Error {
   using Error::Error;
 };
 
+/// The results file could not be updated because its file system is full (or a quota or
+/// the file size limit was reached). One line: path, free space, what was kept, what to do.
+class NoSpaceError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A failed library call. Built by the *_CHECK macros through `format_library_error`.
 class LibraryError : public Error {
  public:

@@ -1,5 +1,6 @@
 #include "common/h5_wrappers.h"
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 
@@ -84,10 +85,24 @@ Hdf5Handle utf8_string_type() {
   return type;
 }
 
+// Note [Fixed-length strings]
+// Since layout 1.2 every string is written fixed-length (NUL-terminated UTF-8, as wide as
+// the longest value + 1). A variable-length string lives in HDF5's global heap, the one
+// structure of the file format without a checksum: fuzzing found libhdf5 1.10 reading past
+// its buffer (H5HG_read) on a damaged global heap. A fixed-length value is stored in the
+// object header or the attribute heap, which HDF5 checksums, so damage there is an error.
+// The readers accept both (files of layouts 1.0 and 1.1 have variable-length strings).
+Hdf5Handle fixed_utf8_string_type(size_t longest) {
+  Hdf5Handle type = own_datatype(HDF5_CHECK(H5Tcopy(H5T_C_S1)));
+  HDF5_CHECK(H5Tset_size(type, longest + 1));
+  HDF5_CHECK(H5Tset_strpad(type, H5T_STR_NULLTERM));
+  HDF5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
+  return type;
+}
+
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value) {
-  const Hdf5Handle type = utf8_string_type();
-  const char* text = value.c_str();
-  write_scalar_attribute(object, name, type, type, static_cast<const void*>(&text));
+  const Hdf5Handle type = fixed_utf8_string_type(value.size());
+  write_scalar_attribute(object, name, type, type, static_cast<const void*>(value.c_str()));
 }
 
 void write_int64_attribute(hid_t object, const std::string& name, int64_t value) {
@@ -203,14 +218,18 @@ Hdf5Handle write_string_dataset(hid_t location, const std::string& name,
                                 const std::vector<std::string>& values) {
   const hsize_t dims[1] = {values.size()};
   const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Screate_simple(1, dims, nullptr)));
-  const Hdf5Handle type = utf8_string_type();
+  size_t longest = 0;
+  for (const auto& v : values) longest = std::max(longest, v.size());
+  const Hdf5Handle type = fixed_utf8_string_type(longest);  // Note [Fixed-length strings]
   Hdf5Handle dataset = own_dataset(HDF5_CHECK(
       H5Dcreate2(location, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
-  std::vector<const char*> pointers;
-  pointers.reserve(values.size());
-  for (const auto& v : values) pointers.push_back(v.c_str());
+  std::string packed(values.size() * (longest + 1), '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::copy(values[i].begin(), values[i].end(),
+              packed.begin() + static_cast<std::ptrdiff_t>(i * (longest + 1)));
+  }
   if (!values.empty()) {
-    HDF5_CHECK(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()));
+    HDF5_CHECK(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()));
   }
   return dataset;
 }
@@ -236,6 +255,26 @@ std::vector<double> read_double_dataset(hid_t location, const std::string& name)
 std::vector<std::string> read_string_dataset(hid_t location, const std::string& name) {
   const Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dopen2(location, name.c_str(), H5P_DEFAULT)));
   const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Dget_space(dataset)));
+  const Hdf5Handle file_type = own_datatype(HDF5_CHECK(H5Dget_type(dataset)));
+  if (H5Tget_class(file_type) != H5T_STRING) {
+    throw Hdf5Error(format_library_error("HDF5", __FILE__, __LINE__, "dataset '" + name + "'",
+                                         "expected strings"));
+  }
+  if (HDF5_CHECK(H5Tis_variable_str(file_type)) == 0) {  // Note [Fixed-length strings]
+    const size_t width = H5Tget_size(file_type);
+    const size_t count = element_count(space);
+    std::string packed(count * width, '\0');
+    if (count > 0) {
+      HDF5_CHECK(H5Dread(dataset, file_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()));
+    }
+    std::vector<std::string> values;
+    values.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      const std::string field = packed.substr(i * width, width);
+      values.push_back(field.substr(0, field.find('\0')));
+    }
+    return values;
+  }
   const Hdf5Handle type = utf8_string_type();
   std::vector<char*> pointers(element_count(space), nullptr);
   if (pointers.empty()) return {};

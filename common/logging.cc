@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/core/null_deleter.hpp>
 #include <boost/log/attributes/constant.hpp>
 #include <boost/log/attributes/mutable_constant.hpp>
@@ -118,6 +119,15 @@ boost::shared_ptr<std::ostream> open_rank_log(const std::filesystem::path& log_d
 
 }  // namespace
 
+namespace {
+std::atomic<bool>& console_sink_active() {
+  static std::atomic<bool> active{false};
+  return active;
+}
+}  // namespace
+
+bool logging_to_console() { return console_sink_active().load(); }
+
 void init_logging(const LogOptions& options) {
   const auto file = options.log_dir.empty() ? boost::shared_ptr<std::ostream>()
                                             : open_rank_log(options.log_dir, options.rank);
@@ -134,6 +144,7 @@ void init_logging(const LogOptions& options) {
                                    cell_kw != std::string())[expr::stream << " {" << cell_kw << "}"]
                       << ": " << expr::smessage;
 
+  console_sink_active().store(options.console);
   if (options.console) {
     auto sink = boost::make_shared<TextSink>();
     sink->locked_backend()->add_stream(

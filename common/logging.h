@@ -32,6 +32,10 @@ struct LogOptions {
 /// sinks are then unchanged.
 void init_logging(const LogOptions& options);
 
+/// Whether init_logging installed the console sink in this process (fatal records then
+/// reach stderr already; callers print a message themselves only when this is false).
+bool logging_to_console();
+
 /// InputError unless `log_dir` can hold the log files of ranks 0..ranks-1: it is a
 /// directory or can be created (the nearest existing ancestor is a directory), and no
 /// `rank-<N>.log` in it is a symbolic link or anything but a regular file. Writes nothing.

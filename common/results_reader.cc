@@ -179,7 +179,7 @@ void require_readable(const std::filesystem::path& path) {
   }
   if (*version < 2) {
     throw InputError("results file " + path.string() +
-                     " was not written by scalebench: its HDF5 superblock is version " +
+                     " is not a scalebench results file: its HDF5 superblock is version " +
                      std::to_string(*version) +
                      " (no metadata checksums); scalebench writes version 3");
   }

@@ -1,5 +1,7 @@
 #include "common/results_store.h"
 
+#include <filesystem>
+#include <sstream>
 #include <system_error>
 #include <utility>
 
@@ -112,6 +114,46 @@ void require_matrix_hash(hid_t file, const std::filesystem::path& path,
   }
 }
 
+// Note [Disk full]
+// An update that fails because the file system is full (ENOSPC), a quota is exceeded
+// (EDQUOT) or the file size limit is reached (EFBIG) loses nothing: the temporary is
+// removed and the results file is the previous, complete version (Note [Results
+// durability]). The error the user sees is one line naming the file, the free space and
+// what was kept, not the HDF5 error stack (HDF5 reports the OS error inside it).
+bool is_no_space(const std::string& text) {
+  for (const char* marker : {"No space left on device", "Disk quota exceeded", "File too large",
+                             "errno = 28,", "errno = 122,", "errno = 27,"}) {
+    if (text.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::string mebibytes(std::uintmax_t bytes) {
+  std::ostringstream out;
+  out.precision(1);
+  out << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
+  return out.str();
+}
+
+[[noreturn]] void throw_no_space(const std::filesystem::path& path, const std::string& cause) {
+  std::error_code error;
+  const auto directory = std::filesystem::absolute(path, error).parent_path();
+  const auto space = std::filesystem::space(directory, error);
+  const std::string free_text = error ? "free space unknown" : mebibytes(space.available) + " free";
+  std::error_code size_error;
+  const auto size = std::filesystem::file_size(path, size_error);
+  const std::string reason = cause.find("File too large") != std::string::npos ||
+                                     cause.find("errno = 27,") != std::string::npos
+                                 ? "the file size limit (ulimit -f) was reached"
+                                 : "its file system is full or over quota";
+  throw NoSpaceError("cannot update results file " + escaped(path) + ": " + reason + " (" +
+                     free_text + " in " + escaped(directory) +
+                     (size_error ? "" : ", the file is " + mebibytes(size)) +
+                     "). The update was discarded; the file is unchanged and holds every cell "
+                     "finished before it. Free space (or use -o on another file system) and "
+                     "run the same command with --resume");
+}
+
 /// Runs the mutation protocol of Note [Results durability] around `change`.
 /// Writes a complete new version of `path` into a temporary sibling with `write(temp)`, then
 /// renames it over `path` (see Note [Results durability]); on any failure the temporary is
@@ -123,6 +165,11 @@ void replace_atomically(const std::filesystem::path& path,
     durable::create_temp_like(path, temp);  // the file keeps its mode and group
     write(temp);
     durable::commit_replace(temp, path);
+  } catch (const Error& e) {
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    if (is_no_space(e.what())) throw_no_space(path, e.what());  // Note [Disk full]
+    throw;
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(temp, ignored);
@@ -227,7 +274,12 @@ void ResultsStore::batch(const std::function<void()>& body) {
     std::error_code ignored;
     std::filesystem::remove(pending_->temp_path, ignored);
     pending_.reset();
-    throw;
+    try {
+      throw;
+    } catch (const Error& e) {
+      if (is_no_space(e.what())) throw_no_space(path_, e.what());  // Note [Disk full]
+      throw;
+    }
   }
   pending_.reset();
 }

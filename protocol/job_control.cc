@@ -16,8 +16,11 @@ int broadcast_status(int status) {
 }
 
 void abort_job(const std::string& message, int status) {
-  SB_LOG(fatal) << message;
-  std::cerr << "scalebench: " << message << " (exit status " << status << ")" << std::endl;
+  // One line on stderr: through the console sink when there is one, else directly.
+  SB_LOG(fatal) << message << " (exit status " << status << ")";
+  if (!logging_to_console()) {
+    std::cerr << "scalebench: " << message << " (exit status " << status << ")" << std::endl;
+  }
   MPI_Abort(MPI_COMM_WORLD, status);
   std::_Exit(status);
 }

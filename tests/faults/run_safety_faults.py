@@ -12,6 +12,10 @@ Scenarios (--scenario, or all):
   bad_arguments   --retry-failed without --resume, -o equal to the matrix (even with
                   --force), -o a directory with --force: exit status 2 with a clear
                   message, nothing written; a newline in a path is shown escaped.
+  disk_full       -o on a 160 KiB tmpfs: when it fills, the job ends with exit status 4 and
+                  one line (path, free space, what was kept; no HDF5 stack); the file
+                  holds the finished cells; with space again, --resume completes. Skipped
+                  (exit 77) where a tmpfs cannot be mounted (not root).
   sigint          SIGINT to every rank (a terminal's Ctrl-C to a foreground job, srun's
                   double Ctrl-C) stops like SIGTERM: running cells finish, exit status 3;
                   a second SIGINT records the running cell `interrupted` and ends at once
@@ -136,6 +140,48 @@ def scenario_bad_arguments(runner):
     print("bad_arguments: each refused with exit 2 and a clear message")
 
 
+class Skip(Exception):
+    pass
+
+
+def scenario_disk_full(runner):
+    matrix = runner.workdir / "grid.yaml"
+    matrix.write_text(GRID)
+    ids = runner.plan_ids(matrix)
+    small = runner.workdir / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", str(small)],
+                             capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        raise Skip(f"cannot mount a tmpfs: {mounted.stderr.strip()}")
+    try:
+        out = small / "grid.h5"
+        runner.env["SCALEBENCH_FAKE_CELL_S"] = "0.01"
+        status, output = runner.run(matrix, out, "--log-dir", str(runner.workdir / "logs"))
+        check(status == 4, f"disk full: expected exit 4, got {status}\n{output}")
+        lines = [line for line in output.splitlines() if "cannot update results file" in line]
+        check(len(lines) == 1, f"expected the message once:\n{output}")
+        for words in ("MiB free", "full", "unchanged", "--resume",
+                      str(out)):
+            check(words in lines[0], f"{words!r} not in the message: {lines[0]}")
+        check("HDF5-DIAG" not in output and "H5F" not in output, f"HDF5 stack shown:\n{output}")
+        info = runner.info(out)
+        kept = [c for c in info["cells"] if c["status"] == "ok"]
+        check(kept, "no finished cell was kept")
+        check(not [p for p in small.iterdir() if ".tmp" in p.name], "temporary left behind")
+        subprocess.run(["mount", "-o", "remount,size=8m", str(small)], check=True)
+        status, output = runner.run(matrix, out, "--resume", "--log-dir",
+                                    str(runner.workdir / "logs"))
+        check(status == 0, f"--resume with space again: exit {status}\n{output}")
+        info = runner.info(out)
+        check(sorted(c["cell_id"] for c in info["cells"]) == ids, "cells differ after resume")
+        check(all(c["status"] == "ok" for c in info["cells"]), "not all ok after resume")
+        print(f"disk_full: exit 4 with {len(kept)}/{len(ids)} cells kept, one line; "
+              "--resume completed")
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
+
+
 def signal_ranks(pids, signum):
     for pid in pids:
         os.kill(pid, signum)
@@ -184,7 +230,7 @@ def scenario_sigint(runner):
 
 SCENARIOS = {"second_writer": scenario_second_writer, "file_mode": scenario_file_mode,
              "log_paths": scenario_log_paths, "bad_arguments": scenario_bad_arguments,
-             "sigint": scenario_sigint}
+             "sigint": scenario_sigint, "disk_full": scenario_disk_full}
 
 
 def main():
@@ -194,16 +240,22 @@ def main():
     parser.add_argument("--mpiexec", default="mpiexec")
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), action="append")
     args = parser.parse_args()
-    failed = 0
-    for name in args.scenario or sorted(SCENARIOS):
+    failed = skipped = 0
+    chosen = args.scenario or sorted(SCENARIOS)
+    for name in chosen:
         with tempfile.TemporaryDirectory(prefix=f"scalebench_safety_{name}_") as workdir:
             try:
                 SCENARIOS[name](Runner(args, workdir))
                 print(f"PASS {name}")
+            except Skip as reason:
+                print(f"SKIP {name}: {reason}")
+                skipped += 1
             except (Failure, subprocess.TimeoutExpired) as error:
                 print(f"FAIL {name}: {error}")
                 failed += 1
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 77 if skipped == len(chosen) else 0  # 77: ctest's SKIP_RETURN_CODE
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ seed_of() {
   esac
 }
 
+export LSAN_OPTIONS="suppressions=$repo/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 failed=()
 for target in "${targets[@]}"; do
   corpus="build/fuzz/corpus/$target"

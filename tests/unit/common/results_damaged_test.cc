@@ -4,7 +4,9 @@
 // See Note [Reading damaged files] in common/results_reader.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <fstream>
 #include <functional>
 
@@ -219,10 +221,10 @@ TEST(DamagedFile, FuzzFindingsAndOldFormatFilesAreRefusedBeforeHdf5Parses) {
   for (const auto& entry : std::filesystem::directory_iterator(damaged)) {
     ++files;
     const std::string error = input_error_of([&] { read_results_overview(entry.path()); });
-    EXPECT_THAT(error, HasSubstr("was not written by scalebench")) << entry.path();
+    EXPECT_THAT(error, HasSubstr("is not a scalebench results file")) << entry.path();
     EXPECT_THAT(error, HasSubstr("superblock is version 0")) << entry.path();
     EXPECT_THAT(input_error_of([&] { ResultsStore::open_for_resume(entry.path(), kHash); }),
-                HasSubstr("was not written by scalebench"));
+                HasSubstr("is not a scalebench results file"));
   }
   EXPECT_GE(files, 1);
 
@@ -234,6 +236,52 @@ TEST(DamagedFile, FuzzFindingsAndOldFormatFilesAreRefusedBeforeHdf5Parses) {
   }
   EXPECT_THAT(input_error_of([&] { read_results_overview(old_format); }),
               HasSubstr("superblock is version 0"));
+}
+
+// Note [Disk full]: an update that the file system refuses (here: the file size limit, as
+// `ulimit -f` sets it; a full tmpfs in tests/faults run_safety_disk_full) is one line with
+// the path, the free space and what was kept, and the file is unchanged.
+TEST(DiskFull, RefusedUpdateIsOneLineAndTheFileIsUnchanged) {
+  TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  const auto ids = write_two_cells(path);
+  const auto size_before = std::filesystem::file_size(path);
+  auto store = ResultsStore::open_for_resume(path, kHash);
+  const CellSpec third = testing_util::train_cell(3);
+
+  struct rlimit saved {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a signal
+  struct rlimit limited = saved;
+  limited.rlim_cur = size_before + 256;  // the copy fits, the new cell does not
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  std::string error;
+  try {
+    store.mark_running(third, {1, 2});
+    store.complete_cell(third, testing_util::full_results(third));
+  } catch (const NoSpaceError& e) {
+    error = e.what();
+  } catch (const std::exception& e) {
+    error = std::string("not a NoSpaceError: ") + e.what();
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, previous_handler);
+
+  EXPECT_THAT(error, HasSubstr("cannot update results file"));
+  EXPECT_THAT(error, HasSubstr(path.filename().string()));
+  EXPECT_THAT(error, HasSubstr("file size limit"));
+  EXPECT_THAT(error, HasSubstr("MiB free"));
+  EXPECT_THAT(error, HasSubstr("--resume"));
+  EXPECT_THAT(error, Not(HasSubstr("\n")));
+  EXPECT_THAT(error, Not(HasSubstr("H5")));
+  const auto overview = read_results_overview(path);
+  for (const auto& id : ids) {
+    EXPECT_EQ(overview["cells"][id]["status"], "ok") << "the file keeps the finished cells";
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "temporary left: " << entry.path();
+  }
 }
 
 }  // namespace
