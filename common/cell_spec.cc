@@ -115,6 +115,7 @@ CellSpec finalize_cell_id(CellSpec spec) {
 nlohmann::json to_json(const CellSpec& spec) {
   nlohmann::json json = canonical_json(spec);
   json["source"] = spec.source;
+  if (!spec.label_settings.empty()) json["label_settings"] = spec.label_settings;
   json["cell_id"] = spec.cell_id;
   return json;
 }
@@ -154,15 +155,28 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
     setting.set(spec, *value);
   }
   spec.source = json.value("source", std::string());
+  if (const auto it = json.find("label_settings"); it != json.end() && it->is_array()) {
+    for (const auto& key : *it) {
+      if (key.is_string() && find_setting(key.get<std::string>()) != nullptr) {
+        spec.label_settings.push_back(key.get<std::string>());
+      }
+    }
+  }
   spec.cell_id = json.value("cell_id", std::string());
   return spec;
 }
 
 std::string cell_label(const CellSpec& spec) {
   const std::string branch = spec.branch.empty() ? "-" : spec.branch;
-  return branch + "/" + spec.experiment + "/" + to_string(spec.mode) + "/b" +
-         std::to_string(spec.batch_size) + "/w" + std::to_string(spec.world_size) + "/" +
-         to_string(spec.precision);
+  std::string label = branch + "/" + spec.experiment + "/" + to_string(spec.mode) + "/b" +
+                      std::to_string(spec.batch_size) + "/w" + std::to_string(spec.world_size) +
+                      "/" + to_string(spec.precision);
+  for (const auto& key : spec.label_settings) {
+    if (const SettingDef* setting = find_setting(key)) {
+      label += "/" + key + "=" + setting_text(setting->get(spec));
+    }
+  }
+  return label;
 }
 
 }  // namespace scalebench

@@ -90,6 +90,10 @@ struct CellSpec {
   // --- bookkeeping (not part of the identity) -------------------------------------------
   std::string source;   ///< "file:line" where the cell's experiment was declared
   std::string cell_id;  ///< set by `finalize_cell_id`
+  /// Settings other than the four classic axes (mode, batch, world, precision) that take
+  /// more than one value among the cells of this experiment: cell_label shows them
+  /// ("channels_last=true"). Note [Every setting is an axis] in common/matrix_expand.cc.
+  std::vector<std::string> label_settings;
 
   bool operator==(const CellSpec&) const = default;
 };
@@ -97,7 +101,8 @@ struct CellSpec {
 // Note [Cell identity]
 // ~~~~~~~~~~~~~~~~~~~~
 // cell_id = first 16 hex digits of FNV-1a-64 over `canonical_json(spec).dump()`, where
-// canonical_json holds every field except `source` and `cell_id` with keys sorted
+// canonical_json holds every field except `source`, `cell_id` and `label_settings` with keys
+// sorted
 // (nlohmann::json objects are ordered maps). The same spec gives the same id on every
 // machine and in every run, so `--resume` matches cells by id, and a changed field
 // (batch, seed, commit, ...) gives a new id. Adding a field to CellSpec changes ids
@@ -115,7 +120,8 @@ CellSpec finalize_cell_id(CellSpec spec);
 nlohmann::json to_json(const CellSpec& spec);
 CellSpec cell_spec_from_json(const nlohmann::json& json);
 
-/// Short label for logs and tables: "main/mlp-train/train/b16/w2/fp32".
+/// Short label for logs and tables: "main/mlp-train/train/b16/w2/fp32", then
+/// "/<key>=<value>" for each of `label_settings`.
 std::string cell_label(const CellSpec& spec);
 
 /// FNV-1a 64-bit hash of bytes (stable, used for ids and checksums of text).

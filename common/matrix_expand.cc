@@ -1,5 +1,6 @@
 // Expansion of a MatrixRequest into cells, with the semantic checks. See matrix_request.h.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -29,6 +30,18 @@ template <typename T>
 SourceLocation origin(const Setting<T>& setting, const SourceLocation& experiment) {
   return setting.value && setting.where.line > 0 ? setting.where : experiment;
 }
+
+// Note [Every setting is an axis]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Four settings are axes by name (modes, batch_sizes, world_sizes, precisions: their list
+// keys). Any other setting becomes an axis when `sweep` or an experiment gives it as a list
+// (`sweep: {channels_last: [false, true], bucket_bytes: [1048576, 26214400]}`): each value
+// makes its own cells, its value is in the cell spec and so in the cell id (IdRule), an
+// `exclude` rule matches it by its key, and an experiment's own list narrows the sweep's
+// as its batch_sizes do. A list of one value is that value. The cells' labels show such a
+// setting where it takes more than one value in the experiment (CellSpec::label_settings).
+// Rules between settings (backend vs device, momentum vs optimizer) are checked per cell,
+// since either side may be swept.
 
 /// One axis of an experiment: its setting and the values it takes, in the written order.
 struct Axis {
@@ -96,7 +109,7 @@ class ExperimentResolver {
         }
       }
       if (!in_range) continue;
-      if (setting.axis) {
+      if (setting.axis || written->value->size() > 1) {  // Note [Every setting is an axis]
         out.axes.push_back({&setting, *written->value});
       } else {
         setting.set(out.base, written->value->front());
@@ -118,15 +131,26 @@ class ExperimentResolver {
         }
       }
     }
-    const CellSpec& cell = out.base;
+  }
+
+ public:
+  /// Rules between settings, for one cell (either side may be swept); each problem is
+  /// reported once per experiment.
+  void check_cell(const CellSpec& cell) {
     if (cell.backend == Backend::kNccl && cell.device == Device::kCpu) {
-      error(where("backend"),
-            "backend nccl needs device cuda (or auto); use backend mpi or auto for CPU cells");
+      error_once(where("backend"),
+                 "backend nccl needs device cuda (or auto); use backend mpi or auto for CPU "
+                 "cells");
     }
     if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
-      error(where("optimizer.momentum"),
-            "momentum applies only to sgd; remove it or use optimizer sgd");
+      error_once(where("optimizer.momentum"),
+                 "momentum applies only to sgd; remove it or use optimizer sgd");
     }
+  }
+
+ private:
+  void error_once(const SourceLocation& at, const std::string& message) {
+    if (reported_.insert(message).second) error(at, message);
   }
 
   void resolve_model(CellSpec& cell) {
@@ -180,6 +204,7 @@ class ExperimentResolver {
   const ExperimentRequest& experiment_;
   const MatrixLimits& limits_;
   Diagnostics& diagnostics_;
+  std::set<std::string> reported_;
 };
 
 bool matches(const ExcludeRule& rule, const CellSpec& cell) {
@@ -221,16 +246,23 @@ void cross_axes(const std::vector<Axis>& axes, size_t i, CellSpec& cell,
   }
 }
 
-/// Cells of one experiment on one branch, before excludes.
+/// Cells of one experiment on one branch, before excludes; `check` sees each as written.
 std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch,
-                            const std::string& commit) {
+                            const std::string& commit,
+                            const std::function<void(const CellSpec&)>& check) {
   CellSpec base = resolved.base;
   base.branch = branch;
   base.commit = commit;
+  for (const auto& axis : resolved.axes) {  // Note [Every setting is an axis]
+    if (!axis.setting->axis && axis.values.size() > 1) {
+      base.label_settings.emplace_back(axis.setting->key);
+    }
+  }
   std::vector<CellSpec> cells;
   cross_axes(resolved.axes, 0, base, cells);
   const OptimizerSpec default_optimizer;
   for (auto& cell : cells) {
+    check(cell);
     if (cell.mode == Mode::kInfer) {
       cell.optimizer = default_optimizer;  // unused by inference; keeps ids stable
       // The effective dataset size is explicit in the cell (and so in the results file):
@@ -282,8 +314,9 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
       has_tree_experiments = true;  // expanded by resolve_matrix
       continue;
     }
-    const Resolved resolved =
-        ExperimentResolver(request, experiment, limits, diagnostics).resolve();
+    ExperimentResolver resolver(request, experiment, limits, diagnostics);
+    const Resolved resolved = resolver.resolve();
+    const auto check = [&resolver](const CellSpec& cell) { resolver.check_cell(cell); };
     warn_torchscript_warmup(resolved.base, experiment.where, diagnostics);
     const auto samples_where =
         origin(pick(experiment.settings, request.defaults, "samples"), experiment.where);
@@ -298,8 +331,8 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
         return cells;
       }
       const auto commit = commits.find(branch);
-      for (auto& cell :
-           cross(resolved, branch, commit == commits.end() ? std::string() : commit->second)) {
+      for (auto& cell : cross(resolved, branch,
+                              commit == commits.end() ? std::string() : commit->second, check)) {
         bool excluded = false;
         for (size_t r = 0; r < request.excludes.size(); ++r) {
           if (matches(request.excludes[r], cell)) {

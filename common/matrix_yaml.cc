@@ -158,14 +158,18 @@ class Reader {
     setting.where = where(node, path);
   }
 
-  void settings(const YAML::Node& map, const std::string& path, SettingsRequest& out);
+  /// The settings of `map` (defaults, sweep or an experiment). With `lists` (sweep and
+  /// experiments) any setting may be a list: its values become an axis of the cells (Note
+  /// [Every setting is an axis] in common/matrix_expand.cc).
+  void settings(const YAML::Node& map, const std::string& path, SettingsRequest& out, bool lists);
 
  private:
   std::string file_;
   Diagnostics& diagnostics_;
 };
 
-void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRequest& out) {
+void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRequest& out,
+                      bool lists) {
   for (const auto& entry : map) {
     const std::string key = entry.first.Scalar();
     const YAML::Node& node = entry.second;
@@ -174,14 +178,17 @@ void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRe
       for (const auto& field : node) {
         const std::string name = "optimizer." + field.first.Scalar();
         if (const auto* def = find_setting(name)) {
-          setting(*def, false, field.second, child_path(at, field.first.Scalar()), out);
+          setting(*def, lists && field.second.IsSequence(), field.second,
+                  child_path(at, field.first.Scalar()), out);
         }
       }
       continue;
     }
     if (const auto* def = find_setting(key, true)) {
       // An axis is a list under its list key ("modes"); its single key ("mode") is one value.
-      setting(*def, def->axis && key == def->list_key, node, at, out);
+      // Any other setting is a list where lists are allowed and one is written.
+      const bool as_list = def->axis ? key == def->list_key : lists && node.IsSequence();
+      setting(*def, as_list, node, at, out);
     }
   }
 }
@@ -203,7 +210,7 @@ void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader
 void read_experiment_keys(const YAML::Node& node, const std::string& path, Reader& reader,
                           Diagnostics& diagnostics, ExperimentRequest& experiment) {
   for (const auto& entry : node) experiment.written_keys.insert(entry.first.Scalar());
-  reader.settings(node, path, experiment.settings);
+  reader.settings(node, path, experiment.settings, true);
   read_prepare(node, path, reader, experiment.prepare_argv, experiment.prepare_timeout_s);
   if (node["mode"] && node["modes"]) {
     diagnostics.error(reader.where(node["modes"], child_path(path, "modes")),
@@ -364,8 +371,21 @@ void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& reque
                       "repo without branches; add branches: [<ref>, ...]");
   }
   read_prepare(root, "", reader, request.prepare_argv, request.prepare_timeout_s);
-  if (root["defaults"]) reader.settings(root["defaults"], "defaults", request.defaults);
-  if (root["sweep"]) reader.settings(root["sweep"], "sweep", request.defaults);
+  if (root["defaults"]) reader.settings(root["defaults"], "defaults", request.defaults, false);
+  if (root["sweep"]) {
+    SettingsRequest sweep;
+    reader.settings(root["sweep"], "sweep", sweep, true);
+    for (auto& [key, value] : sweep.values) {
+      if (request.defaults.values.contains(key)) {
+        diagnostics.error(value.where, key +
+                                           " is set in both defaults and sweep; keep one of "
+                                           "them (a list under sweep, or one value under "
+                                           "defaults)");
+        continue;
+      }
+      request.defaults.values[key] = std::move(value);
+    }
+  }
 }
 
 /// The text's YAML document after scalebench's own indentation and quote checks, or nullopt

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "common/diagnostics.h"
@@ -199,6 +200,27 @@ std::string settings_reference_markdown() {
   return out;
 }
 
+namespace {
+
+/// Name of the schema definition "one value of `key`, or a list of them".
+std::string values_definition(std::string_view key) { return std::string(key) + "_values"; }
+
+/// "one value of `setting`, or a list of them", inlined (not a $ref) so that the error
+/// messages of matrix_schema.cc find its type and enum; the description is what they say
+/// is expected.
+nlohmann::json one_or_list(const SettingDef& setting) {
+  const nlohmann::json value = setting_value_schema(setting);
+  static const std::map<SettingType, std::string> kWords{{SettingType::kBool, "true or false"},
+                                                         {SettingType::kInt, "an integer"},
+                                                         {SettingType::kNumber, "a number"},
+                                                         {SettingType::kName, "a name"}};
+  return {{"description", kWords.at(setting.type) + ", or a list of them"},
+          {"anyOf",
+           {value, {{"type", "array"}, {"minItems", 1}, {"uniqueItems", true}, {"items", value}}}}};
+}
+
+}  // namespace
+
 void add_settings_to_schema(const std::string& file, nlohmann::json& schema) {
   using Json = nlohmann::json;
   const auto reference = [](const std::string& prefix, std::string_view name) {
@@ -208,19 +230,24 @@ void add_settings_to_schema(const std::string& file, nlohmann::json& schema) {
                  {"type", "object"},
                  {"additionalProperties", false},
                  {"properties", Json::object()}};
+  Json optimizer_values = optimizer;
+  optimizer_values["description"] =
+      "Training optimizer; unset fields keep their defaults; a list sweeps a field.";
   constexpr std::string_view kOptimizer = "optimizer.";
   if (file == "experiment.schema.json") {
     Json& definitions = schema["definitions"];
     Json& properties = schema["properties"];
     for (const auto& setting : settings_table()) {
       if (setting.key.starts_with(kOptimizer)) {
-        optimizer["properties"][std::string(setting.key.substr(kOptimizer.size()))] =
-            setting_value_schema(setting);
+        const std::string field(setting.key.substr(kOptimizer.size()));
+        optimizer["properties"][field] = setting_value_schema(setting);
+        optimizer_values["properties"][field] = one_or_list(setting);
         continue;
       }
       definitions[std::string(setting.key)] = setting_value_schema(setting);
-      if (!setting.axis) {
-        properties[std::string(setting.key)] = reference("", setting.key);
+      if (!setting.axis) {  // one value, or a list: Note [Every setting is an axis]
+        definitions[values_definition(setting.key)] = one_or_list(setting);
+        properties[std::string(setting.key)] = reference("", values_definition(setting.key));
         continue;
       }
       definitions[std::string(setting.list_key)] = {
@@ -233,7 +260,8 @@ void add_settings_to_schema(const std::string& file, nlohmann::json& schema) {
       if (setting.key == "mode") properties["mode"] = reference("", "mode");  // one mode
     }
     definitions["optimizer"] = optimizer;
-    properties["optimizer"] = reference("", "optimizer");
+    definitions["optimizer_values"] = optimizer_values;
+    properties["optimizer"] = reference("", "optimizer_values");
   } else if (file == "matrix.schema.json") {
     const std::string prefix = "experiment.schema.json";
     Json& defaults = schema["properties"]["defaults"]["properties"];
@@ -241,19 +269,24 @@ void add_settings_to_schema(const std::string& file, nlohmann::json& schema) {
     Json& exclude = schema["properties"]["exclude"]["items"]["properties"];
     Json& tree = schema["definitions"]["tree_experiment"]["properties"];
     for (const auto& setting : settings_table()) {
-      if (setting.key.starts_with(kOptimizer)) continue;
+      if (setting.key.starts_with(kOptimizer)) {
+        exclude[std::string(setting.key)] = setting_value_schema(setting);
+        continue;
+      }
+      exclude[std::string(setting.key)] = reference(prefix, setting.key);
       if (setting.axis) {
         sweep[std::string(setting.list_key)] = reference(prefix, setting.list_key);
         tree[std::string(setting.list_key)] = reference(prefix, setting.list_key);
-        exclude[std::string(setting.key)] = reference(prefix, setting.key);
         if (setting.key == "mode") tree["mode"] = reference(prefix, "mode");
-      } else {
+      } else {  // Note [Every setting is an axis]: a list under sweep sweeps it
         defaults[std::string(setting.key)] = reference(prefix, setting.key);
-        tree[std::string(setting.key)] = reference(prefix, setting.key);
+        sweep[std::string(setting.key)] = reference(prefix, values_definition(setting.key));
+        tree[std::string(setting.key)] = reference(prefix, values_definition(setting.key));
       }
     }
     defaults["optimizer"] = reference(prefix, "optimizer");
-    tree["optimizer"] = reference(prefix, "optimizer");
+    sweep["optimizer"] = reference(prefix, "optimizer_values");
+    tree["optimizer"] = reference(prefix, "optimizer_values");
   }
 }
 
