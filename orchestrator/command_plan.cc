@@ -7,29 +7,49 @@
 #include <vector>
 
 #include "common/resolved_matrix.h"
+#include "common/settings.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/matrix_arguments.h"
 
 namespace scalebench {
 namespace {
 
-std::vector<std::string> table_row(const CellSpec& cell) {
-  return {cell.cell_id,
-          cell.branch.empty() ? "-" : cell.branch,
-          cell.experiment,
-          to_string(cell.mode),
-          std::to_string(cell.batch_size),
-          std::to_string(cell.world_size),
-          to_string(cell.precision),
-          to_string(cell.device),
-          std::to_string(cell.measured_iterations)};
+/// The swept settings shown as extra columns: every key of any cell's label_settings, in
+/// the order first seen (Note [Every setting is an axis]).
+std::vector<std::string> swept_keys(const std::vector<CellSpec>& cells) {
+  std::vector<std::string> keys;
+  for (const auto& cell : cells) {
+    for (const auto& key : cell.label_settings) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+  }
+  return keys;
+}
+
+std::vector<std::string> table_row(const CellSpec& cell, const std::vector<std::string>& swept) {
+  std::vector<std::string> row{cell.cell_id,
+                               cell.branch.empty() ? "-" : cell.branch,
+                               cell.experiment,
+                               to_string(cell.mode),
+                               std::to_string(cell.batch_size),
+                               std::to_string(cell.world_size),
+                               to_string(cell.precision),
+                               to_string(cell.device),
+                               std::to_string(cell.measured_iterations)};
+  for (const auto& key : swept) {
+    const SettingDef* setting = find_setting(key);
+    row.push_back(setting != nullptr ? setting_text(setting->get(cell)) : "");
+  }
+  return row;
 }
 
 /// Left-aligned columns separated by two spaces, one header line.
 void print_table(const std::vector<CellSpec>& cells, std::ostream& out) {
+  const auto swept = swept_keys(cells);
   std::vector<std::vector<std::string>> rows{{"cell_id", "branch", "experiment", "mode", "batch",
                                               "world", "precision", "device", "iterations"}};
-  for (const auto& cell : cells) rows.push_back(table_row(cell));
+  rows.front().insert(rows.front().end(), swept.begin(), swept.end());
+  for (const auto& cell : cells) rows.push_back(table_row(cell, swept));
   std::vector<size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows) {
     for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
