@@ -173,9 +173,14 @@ void check_yaml_quotes(const std::string& text, const std::string& file, Diagnos
       const size_t indent = indentation(text, i);
       const bool blank = i + indent >= text.size() || text[i + indent] == '\n';
       if (blank || indent > *block_indent) {
+        // Skip the line, newline included (a blank line has nothing else: skipping to just
+        // before its newline looped for ever; found by fuzz_matrix_yaml).
         const size_t end = text.find('\n', i);
         if (end == std::string::npos) return;
-        i = end - 1;
+        i = end;
+        ++line;
+        line_start = i + 1;
+        value_start = true;
         continue;
       }
       block_indent.reset();
