@@ -36,6 +36,7 @@ struct OptimizerSpec {
   double lr = 0.01;
   double momentum = 0.0;
   double weight_decay = 0.0;
+  bool fused = false;  ///< a fused (single-kernel) step, where the build offers one
   bool operator==(const OptimizerSpec&) const = default;
 };
 
@@ -77,6 +78,9 @@ struct CellSpec {
   bool channels_last = false;
   bool tf32 = false;
   bool cudnn_benchmark = false;  ///< cuDNN autotuning of convolution algorithms (GPU only)
+  bool deterministic = false;    ///< deterministic algorithms (and cuDNN) only
+  bool pinned_memory = false;    ///< page-locked host batches for the copy to a GPU
+  int64_t cpu_threads = 0;       ///< intra-op threads per worker; 0 = auto (cores / workers)
   Device device = Device::kAuto;
   Backend backend = Backend::kAuto;
   int64_t bucket_bytes = 25LL * 1024 * 1024;       ///< DDP gradient bucket size

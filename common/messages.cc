@@ -75,7 +75,9 @@ std::vector<uint8_t> serialize(const RankResult& result) {
                             {"phases", result.phases},
                             {"warmup_iterations", result.warmup_iterations},
                             {"timings_s", result.timings_s},
-                            {"metrics", result.metrics}};
+                            {"metrics", result.metrics},
+                            {"effective", result.effective},
+                            {"ineffective_reasons", result.ineffective_reasons}};
   return nlohmann::json::to_msgpack(json);
 }
 
@@ -129,6 +131,8 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     result.warmup_iterations = json.at("warmup_iterations").get<int>();
     result.timings_s = json.at("timings_s").get<std::vector<double>>();
     result.metrics = json.at("metrics").get<std::map<std::string, double>>();
+    result.effective = json.at("effective").get<std::map<std::string, std::string>>();
+    result.ineffective_reasons = json.at("ineffective_reasons").get<std::vector<std::string>>();
     return result;
   });
 }

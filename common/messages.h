@@ -81,6 +81,10 @@ struct RankResult {
   int warmup_iterations = 0;
   std::vector<double> timings_s;
   std::map<std::string, double> metrics;
+  /// Note [Requested vs effective]: the effective value of each device-dependent switch
+  /// (setting key -> its text) and one sentence per switch that did not take effect.
+  std::map<std::string, std::string> effective;
+  std::vector<std::string> ineffective_reasons;
   bool operator==(const RankResult&) const = default;
 
   /// Number of rows of `timings_s`.

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "common/h5_wrappers.h"
+#include "common/hdf5_check.h"
 
 namespace scalebench::results {
 namespace {
@@ -110,6 +113,36 @@ void drop_results(hid_t cell_group) {
   for (const char* name : {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary"}) {
     h5::delete_link_if_present(cell_group, name);
   }
+  for (const auto& name : h5::attribute_names(cell_group)) {
+    if (name.starts_with(kEffectivePrefix) || name == kIneffectiveReasons) {
+      HDF5_CHECK(H5Adelete(cell_group, name.c_str()));
+    }
+  }
+}
+
+void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks) {
+  std::map<std::string, std::string> effective;
+  std::vector<std::string> reasons;
+  const auto add_reason = [&reasons](const std::string& reason) {
+    if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) {
+      reasons.push_back(reason);
+    }
+  };
+  for (const auto& rank : ranks) {
+    for (const auto& [key, value] : rank.effective) {
+      const auto [it, inserted] = effective.emplace(key, value);
+      if (!inserted && it->second != value) {
+        add_reason(key + ": the ranks differ (rank " + std::to_string(rank.world_rank) + " has " +
+                   value + ", another " + it->second + ")");
+      }
+    }
+    for (const auto& reason : rank.ineffective_reasons) add_reason(reason);
+  }
+  if (effective.empty()) return;  // a runner that reports none (the fake one)
+  for (const auto& [key, value] : effective) {
+    h5::write_string_attribute(cell_group, kEffectivePrefix + key, value);
+  }
+  h5::write_string_attribute(cell_group, kIneffectiveReasons, nlohmann::json(reasons).dump());
 }
 
 void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,

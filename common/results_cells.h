@@ -27,6 +27,14 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 /// Deletes the cell's datasets and summary (results of an earlier attempt).
 void drop_results(hid_t cell_group);
 
+/// Note [Requested vs effective]: attributes `effective_<key>` (the effective value of each
+/// device-dependent switch) and `ineffective_reasons` (a JSON list of sentences, also
+/// naming switches whose effect differed between ranks). Nothing when the ranks report no
+/// effects.
+inline constexpr const char* kEffectivePrefix = "effective_";
+inline constexpr const char* kIneffectiveReasons = "ineffective_reasons";
+void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks);
+
 /// Writes `status`, `failed_phase`, `reason`.
 void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,
                   const std::string& reason);

@@ -113,6 +113,7 @@ nlohmann::json read_cell(hid_t cells, const std::string& id) {
   cell_string(out, "failed_phase", false);
   parse_json_member(out, "spec");
   parse_json_member(out, "ranks");
+  parse_json_member(out, "ineffective_reasons");
   out["datasets"] = nlohmann::json::array();
   out["summary"] = nullptr;
   std::vector<std::string> links;

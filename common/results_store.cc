@@ -345,6 +345,7 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_rank_datasets(group, cell, ranks);
+    results::write_effective(group, ranks);
     results::write_summary(group, summary);
     results::write_status(group, outcome.status, outcome.failed_phase, outcome.reason);
     results::write_string_if_absent(group, "started_at", "");

@@ -216,6 +216,31 @@ const std::vector<SettingDef>& settings_table() {
        .id = IdRule::kUnlessDefault,
        .get = get<&CellSpec::cudnn_benchmark>,
        .set = set<&CellSpec::cudnn_benchmark>},
+      {.key = "deterministic",
+       .json_key = "deterministic",
+       .type = kBool,
+       .doc = "deterministic algorithms only (torch's use_deterministic_algorithms and cuDNN "
+              "deterministic); an op without a deterministic kernel fails the cell",
+       .id = IdRule::kUnlessDefault,
+       .get = get<&CellSpec::deterministic>,
+       .set = set<&CellSpec::deterministic>},
+      {.key = "pinned_memory",
+       .json_key = "pinned_memory",
+       .type = kBool,
+       .doc = "page-locked host batches, copied to the GPU asynchronously (GPU; no effect on "
+              "CPU)",
+       .id = IdRule::kUnlessDefault,
+       .get = get<&CellSpec::pinned_memory>,
+       .set = set<&CellSpec::pinned_memory>},
+      {.key = "cpu_threads",
+       .json_key = "cpu_threads",
+       .type = kInt,
+       .minimum = 0,
+       .maximum = 4096,
+       .doc = "intra-op CPU threads of each worker; 0 = auto: the node's cores / its workers",
+       .id = IdRule::kUnlessDefault,
+       .get = get<&CellSpec::cpu_threads>,
+       .set = set<&CellSpec::cpu_threads>},
       // --- the optimizer (training) -----------------------------------------------------
       {.key = "optimizer.name",
        .json_key = "optimizer.name",
@@ -250,6 +275,14 @@ const std::vector<SettingDef>& settings_table() {
        .doc = "weight decay",
        .get = get_optimizer<&OptimizerSpec::weight_decay>,
        .set = set_optimizer<&OptimizerSpec::weight_decay>},
+      {.key = "optimizer.fused",
+       .json_key = "optimizer.fused",
+       .type = kBool,
+       .doc = "a fused optimizer step where the build offers one (LibTorch's C++ optimizers "
+              "do not: recorded as ineffective)",
+       .id = IdRule::kUnlessDefault,
+       .get = get_optimizer<&OptimizerSpec::fused>,
+       .set = set_optimizer<&OptimizerSpec::fused>},
   };
   return table;
 }

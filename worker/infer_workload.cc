@@ -63,7 +63,7 @@ class InferWorkload : public Workload {
     synchronize_device(device);
     model_init_s_ = seconds_since(start);
     data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
-                              assignment.tree, device.is_cuda());
+                              assignment.tree, cell.pinned_memory && device.is_cuda());
     checksum_ = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
   }
 

@@ -5,9 +5,13 @@
 
 #include <chrono>
 #include <exception>
+#include <tuple>
+#include <utility>
 
+#include "common/effective_settings.h"
 #include "common/error.h"
 #include "common/mpi_check.h"
+#include "common/zoo_names.h"
 #include "worker/cpu_threads.h"
 #include "worker/infer_workload.h"
 #include "worker/memory_stats.h"
@@ -21,6 +25,8 @@ namespace scalebench {
 std::string cuda_device_name(int index);
 /// Makes `index` this thread's current CUDA device (worker/torch_cell_runner_cuda.cc).
 void set_current_cuda_device(int index);
+/// Compute capability (major, minor) of CUDA device `index`.
+std::pair<int, int> cuda_compute_capability(int index);
 #endif
 
 namespace {
@@ -65,6 +71,43 @@ std::string describe(const torch::Device& device) {
   if (device.is_cuda()) return cuda_device_name(device.index());
 #endif
   return device.str();
+}
+
+/// Note [Requested vs effective]: the facts of `device` for the cell's switches.
+DeviceFacts device_facts(const CellSpec& cell, const torch::Device& device) {
+  DeviceFacts facts;
+  facts.sample_rank = cell.input_shape.size();
+  if (facts.sample_rank == 0 && cell.model.torchscript.empty()) {
+    if (const ZooModelInfo* model = find_zoo_model(cell.model.zoo)) {
+      facts.sample_rank = model->default_shape.size();
+    }
+  }
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) {
+    facts.cuda = true;
+    std::tie(facts.compute_major, facts.compute_minor) = cuda_compute_capability(device.index());
+    facts.cudnn = at::globalContext().hasCuDNN();
+  }
+#else
+  (void)device;
+#endif
+  return facts;
+}
+
+/// Applies the device-dependent switches of `cell` that take effect (see effective_settings)
+/// and records requested vs effective in `result`; returns the cell as it runs.
+CellSpec apply_switches(const CellSpec& cell, const torch::Device& device, RankResult& result) {
+  const auto effects = effective_settings(cell, device_facts(cell, device));
+  for (const auto& effect : effects) {
+    result.effective[effect.key] = setting_text(effect.effective);
+    if (!effect.reason.empty()) result.ineffective_reasons.push_back(effect.reason);
+  }
+  CellSpec effective = with_effective_settings(cell, effects);
+  set_tf32(effective.tf32);
+  at::globalContext().setBenchmarkCuDNN(effective.cudnn_benchmark);
+  at::globalContext().setDeterministicCuDNN(effective.deterministic);
+  at::globalContext().setDeterministicAlgorithms(effective.deterministic, /*warn_only=*/false);
+  return effective;
 }
 
 bool is_oom_text(const std::string& text) {
@@ -154,14 +197,16 @@ class TorchCellRunner : public CellRunner {
 #endif
       result.device = describe(device);
       phase = FailurePhase::kSetup;
-      result.metrics["cpu_threads"] =
-          configure_cpu_threads(context.node_cores, context.local_workers);
-      set_tf32(cell.tf32);
-      at::globalContext().setBenchmarkCuDNN(cell.cudnn_benchmark);
+      const int threads =
+          configure_cpu_threads(context.node_cores, context.local_workers, cell.cpu_threads);
+      result.metrics["cpu_threads"] = threads;
+      result.effective["cpu_threads"] = std::to_string(threads);
+      Assignment effective = assignment;  // what runs: Note [Requested vs effective]
+      effective.cell = apply_switches(cell, device, result);
       rss_reset = reset_peak_memory(device);
       phase = FailurePhase::kModelInit;
-      workload = cell.mode == Mode::kTrain ? make_train_workload(assignment, device, group)
-                                           : make_infer_workload(assignment, device, group);
+      workload = cell.mode == Mode::kTrain ? make_train_workload(effective, device, group)
+                                           : make_infer_workload(effective, device, group);
       result.phases = workload->phases();
     } catch (...) {
       record_failure(result, phase);

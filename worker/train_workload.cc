@@ -44,7 +44,7 @@ class TrainWorkload : public Workload {
     synchronize_device(device);
     model_init_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
-                              assignment.tree, device.is_cuda());
+                              assignment.tree, cell.pinned_memory && device.is_cuda());
   }
 
   const std::vector<std::string>& phases() const override { return train_phases(); }

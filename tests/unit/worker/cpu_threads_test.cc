@@ -21,6 +21,8 @@ TEST(CpuThreads, ConfigureSetsTorchsPool) {
   EXPECT_EQ(at::get_num_threads(), 2);
   EXPECT_EQ(configure_cpu_threads(4, 4), 1);
   EXPECT_EQ(at::get_num_threads(), 1);
+  EXPECT_EQ(configure_cpu_threads(4, 4, 3), 3) << "cpu_threads given: the allocation is ignored";
+  EXPECT_EQ(at::get_num_threads(), 3);
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+// `scalebench run` with the real LibTorch worker on CPU, sweeping channels_last and
+// cpu_threads with the GPU switches on (issue 12): every cell stores what was requested
+// (its spec) and what took effect (effective_<key>), and the GPU switches are recorded as
+// ineffective with their reasons (Note [Requested vs effective]).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/exit_status.h"
+#include "common/mpi_comm.h"
+#include "common/results_store.h"
+#include "orchestrator/cli.h"
+#include "tests/unit/common/git_test_fixture.h"
+#include "worker/torch_cell_runner.h"
+#include "worker/versions.h"
+
+namespace scalebench {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr const char* kMatrix = R"(name: switches
+defaults: {device: cpu, backend: mpi, warmup: 1, iterations: 2, timeout_s: 120,
+           tf32: true, cudnn_benchmark: true, pinned_memory: true}
+sweep: {modes: [train], batch_sizes: [4], channels_last: [false, true], cpu_threads: [1, 2]}
+experiments:
+  - {name: conv, model: resnet18, input_shape: [3, 32, 32], num_classes: 4}
+  - {name: mlp, model: mlp, input_shape: [16], num_classes: 2}
+)";
+
+int run_real_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), {"scalebench", "run"});
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  const WorkerFactory worker{make_torch_cell_runner, library_versions};
+  return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
+}
+
+bool has_reason(const nlohmann::json& cell, const std::string& start) {
+  for (const auto& reason : cell.at("ineffective_reasons")) {
+    if (reason.get<std::string>().starts_with(start)) return true;
+  }
+  return false;
+}
+
+TEST(SwitchesRun, RequestedAndEffectiveAreStoredAndGpuSwitchesAreIneffectiveOnCpu) {
+  std::unique_ptr<testing::TempDir> dir;
+  std::string root;
+  if (world_rank() == 0) {
+    dir = std::make_unique<testing::TempDir>();
+    root = dir->path().string();
+    testing::write_file(dir->path() / "m.yaml", kMatrix);
+  }
+  int size = static_cast<int>(root.size());
+  MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  root.resize(static_cast<size_t>(size));
+  MPI_Bcast(root.data(), size, MPI_CHAR, 0, MPI_COMM_WORLD);
+  const fs::path out = fs::path(root) / "r.h5";
+  const int status = run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
+                                   "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
+  EXPECT_EQ(status, kExitOk);
+  if (world_rank() != 0) return;
+  const auto cells = read_results_overview(out).at("cells");
+  ASSERT_EQ(cells.size(), 2U * 2U * 2U);
+  for (const auto& [id, cell] : cells.items()) {
+    SCOPED_TRACE(id);
+    ASSERT_EQ(cell.at("status"), "ok");
+    const auto& spec = cell.at("spec");
+    EXPECT_EQ(spec.at("tf32"), true) << "the spec holds what was requested";
+    EXPECT_EQ(cell.at("effective_tf32"), "false");
+    EXPECT_EQ(cell.at("effective_cudnn_benchmark"), "false");
+    EXPECT_EQ(cell.at("effective_pinned_memory"), "false");
+    for (const char* key : {"tf32: ", "cudnn_benchmark: ", "pinned_memory: "}) {
+      EXPECT_TRUE(has_reason(cell, key)) << key << cell.at("ineffective_reasons");
+    }
+    EXPECT_EQ(cell.at("effective_cpu_threads"), std::to_string(spec.at("cpu_threads").get<int>()));
+    const bool conv = spec.at("experiment") == "conv";
+    const bool channels_last = spec.value("channels_last", false);
+    EXPECT_EQ(cell.at("effective_channels_last"), channels_last && conv ? "true" : "false");
+    EXPECT_EQ(has_reason(cell, "channels_last: "), channels_last && !conv);
+    EXPECT_EQ(cell.at("effective_precision"), "fp32");
+    EXPECT_EQ(cell.at("effective_optimizer.fused"), "false");
+    EXPECT_FALSE(has_reason(cell, "optimizer.fused")) << "not requested: nothing to explain";
+  }
+}
+
+}  // namespace
+}  // namespace scalebench
