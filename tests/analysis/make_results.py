@@ -255,7 +255,7 @@ def write_summary(group: h5py.Group) -> None:
         timings,
         phases,
         int(group["timings"].attrs["warmup_iterations"]),
-        a["mode"],
+        a["mode"].decode() if isinstance(a["mode"], bytes) else a["mode"],
         int(a["batch_size"]),
         int(a["world_size"]),
         int(a["samples"]),
@@ -267,7 +267,10 @@ def write_summary(group: h5py.Group) -> None:
         del group["summary"]
     sub = group.create_group("summary")
     for key, value in summary.items():
-        sub.attrs[key] = value if isinstance(value, (str, np.integer)) else np.float64(value)
+        if isinstance(value, str):
+            sub.attrs[key] = _fixed_string(value)
+        else:
+            sub.attrs[key] = value if isinstance(value, np.integer) else np.float64(value)
 
 
 def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
@@ -346,12 +349,40 @@ def _root_attrs(f, path):
     a["run_count"] = np.int64(1)
 
 
+def _fixed_string(value: str) -> np.ndarray:
+    """A fixed-length, NUL-terminated UTF-8 string as the C++ writer stores every string
+    since layout 1.2 (Note [Fixed-length strings] in common/h5_wrappers.cc)."""
+    data = value.encode("utf-8")
+    return np.array(data, dtype=h5py.string_dtype("utf-8", len(data) + 1))
+
+
+def fix_strings(f: h5py.File) -> None:
+    """Rewrites every variable-length string attribute and dataset of `f` fixed-length."""
+    objects = [f]
+    f.visititems(lambda _name, obj: objects.append(obj))
+    for obj in objects:
+        for name in list(obj.attrs):
+            if h5py.check_string_dtype(obj.attrs.get_id(name).dtype) is None:
+                continue
+            if obj.attrs.get_id(name).get_type().is_variable_str():
+                value = obj.attrs[name]
+                obj.attrs[name] = _fixed_string(value if isinstance(value, str) else value.decode())
+    for name in ("rank_hosts", "rank_devices"):
+        for obj in objects:
+            if isinstance(obj, h5py.Group) and name in obj:
+                values = [v.decode() if isinstance(v, bytes) else v for v in obj[name][()]]
+                width = max([len(v.encode()) for v in values] + [0]) + 1
+                del obj[name]
+                kind = h5py.string_dtype("utf-8", width)
+                obj.create_dataset(name, data=np.array([v.encode() for v in values], dtype=kind))
+
+
 def write_results(path, seed: int = 20240601) -> str:
     """Writes the synthetic results file to `path` and returns `path` as str."""
     rng = np.random.default_rng(seed)
     per_sample = {"main": 0.0010, "feature": 0.00085}
     specs = []
-    with h5py.File(path, "w") as f:
+    with h5py.File(path, "w", libver=("v110", "v110")) as f:
         _root_attrs(f, path)
         cells = f.create_group("cells")
         for branch in ("main", "feature"):
@@ -392,6 +423,7 @@ def write_results(path, seed: int = 20240601) -> str:
             reason="CUDA out of memory. Tried to allocate 2.00 GiB",
         )
         _write_cell(cells, make_spec("feature", "train", 64, 1), "skipped", rng)
+        fix_strings(f)
     return str(path)
 
 

@@ -15,7 +15,7 @@ from conftest import run_cli
 def _first_ok_cell(path) -> str:
     with h5py.File(path, "r") as f:
         for cell_id, group in f["cells"].items():
-            if group.attrs["status"] == "ok" and "timings" in group:
+            if sa.loader._decode(group.attrs["status"]) == "ok" and "timings" in group:
                 return cell_id
     raise AssertionError("no ok cell with timings")
 
