@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import batch, compare, quality, scaling
+from . import ablation, batch, compare, quality, scaling
 from .loader import Results, load
 
 
@@ -18,6 +18,7 @@ class AnalysisOptions:
     baseline: tuple[str, str] | None = None  # (spec field, value), e.g. ("branch", "main")
     baseline_file: str | None = None
     gate: compare.GateOptions = compare.GateOptions()
+    ablation: bool = False  # the ablation tables and recommendations (ablation.py)
 
 
 @dataclass
@@ -121,6 +122,8 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     out.sections["scaling"] = scale
     out.sections["batch"] = batch.batch_table(points, options.slo_p99_ms)
     out.sections["stragglers"] = quality.straggler_table(results, options.quality)
+    if options.ablation:
+        out.sections.update(ablation.ablation_tables(results.cells, trust))
     if options.baseline is not None:
         field_name, value = options.baseline
         out.sections["speedup"] = compare.speedup_in_file(results, field_name, value, trust)

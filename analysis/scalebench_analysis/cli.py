@@ -150,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     a = sub.add_parser("analyze", help="tables of one results file")
     a.add_argument("results", help="results .h5 file")
+    a.add_argument(
+        "--ablation",
+        action="store_true",
+        help="per-axis and cumulative ablation tables and recommendations (swept settings)",
+    )
     _add_output(a)
     _add_baselines(a)
     _add_quality(a)
@@ -193,6 +198,7 @@ def _options(args) -> AnalysisOptions:
         slo_p99_ms=getattr(args, "slo_p99_ms", None),
         baseline=baseline,
         baseline_file=getattr(args, "baseline_file", None),
+        ablation=getattr(args, "ablation", False) or args.command == "report",
         gate=compare.GateOptions(
             threshold=args.threshold,
             alpha=args.alpha,

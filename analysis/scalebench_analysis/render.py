@@ -19,6 +19,9 @@ TITLES = {
     "speedup": "Speedup against the baseline",
     "speedup_vs_file": "Speedup against the baseline file",
     "regressions": "Regression gate (ratio = median time new / base; > 1 is slower)",
+    "ablation": "Ablation: each change alone against the baseline cell (median, speedup)",
+    "cumulative": "Cumulative: the changes added one at a time, best first",
+    "recommendations": "Recommendations: the fastest trusted configuration per context",
 }
 #: Columns that only machines need; left out of console and Markdown tables.
 _HIDDEN = {
@@ -42,7 +45,10 @@ _HIDDEN = {
     "host",
     "others_median_busy_s",
 }
-_KEEP_IDENTITY = {"scaling", "batch"}  # these tables have no label column
+# these tables have no label column
+_KEEP_IDENTITY = {"scaling", "batch", "ablation", "cumulative", "recommendations"}
+#: Numeric columns of the ablation tables shown in the `median` text instead.
+_ABLATION_NUMBERS = {"median_ms", "speedup", "axis", "step"}
 _RATIO = ("efficiency", "speedup", "ratio", "ci_low", "ci_high")
 _PERCENT = ("cv", "comm_share")
 _SIGNED_PERCENT = ("drift", "change", "excess")
@@ -82,6 +88,8 @@ def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     )
     if name == "stragglers":
         frame = frame[frame.straggler]
+    if name in ("ablation", "cumulative"):
+        hidden = hidden | _ABLATION_NUMBERS
     shown = frame[[c for c in frame.columns if c not in hidden]]
     return pd.DataFrame(
         {c: [_format_value(c, v) for v in shown[c]] for c in shown.columns},

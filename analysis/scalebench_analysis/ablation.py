@@ -1,0 +1,219 @@
+"""Ablation of optimization axes: what each switch bought, what the combinations bought,
+and which configuration to ship (docs/optimizations.md#the-ablation-table).
+
+A *context* is one (branch, experiment, mode, batch size, world size). Inside it, an
+*axis* is a setting that takes more than one value among the ok cells (precision,
+channels_last, tf32, bucket_bytes, cpu_threads, optimizer.lr, ...). Its *baseline value*
+is the setting's default: absent from the spec (a switch added later is stored only when
+not its default), ``False`` for a switch, ``fp32`` for the precision, else the smallest
+value. The *baseline cell* has every axis at its baseline value. Times are the cell
+summary's median (step time for training, batch latency for inference).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+
+from .loader import _NAMED_FIELDS, _flatten_spec
+
+CONTEXT = ("branch", "experiment", "mode", "batch_size", "world_size")
+#: Spec fields that never are optimization axes (identity, bookkeeping).
+_NOT_AXES = set(_NAMED_FIELDS) - {"precision"} | {"label_settings", "seed", "checkpoint"}
+_DEFAULT = "(default)"  # the value of a setting absent from the spec: its default
+
+
+def _axis_values(spec: dict) -> dict:
+    flat = _flatten_spec(spec)
+    return {
+        k: v
+        for k, v in flat.items()
+        if k not in _NOT_AXES and k.split(".")[0] not in ("model", "data", "input_shape")
+    }
+
+
+def _baseline_value(key: str, values: list):
+    if _DEFAULT in values:
+        return _DEFAULT
+    if key == "precision":
+        return "fp32" if "fp32" in values else None
+    if all(isinstance(v, bool) for v in values):
+        return False if False in values else None
+    try:
+        return min(values)
+    except TypeError:
+        return None
+
+
+def _is_baseline(value, baseline) -> bool:
+    return value == baseline or (baseline is False and value == _DEFAULT)
+
+
+def _describe(key: str, value) -> str:
+    """ "bf16", "channels_last", "bucket_bytes=1048576": how a report names a change."""
+    if key == "precision":
+        return str(value)
+    if value is True:
+        return key
+    return f"{key}={value}"
+
+
+def _accuracy(row) -> str:
+    verdict = row.get("accuracy_verdict") if hasattr(row, "get") else None
+    if verdict is None or (isinstance(verdict, float) and math.isnan(verdict)):
+        return "not checked"
+    return str(verdict)
+
+
+class _Context:
+    """The ok cells of one context, their axes and baselines."""
+
+    def __init__(self, cells: pd.DataFrame):
+        self.cells = cells
+        values = [_axis_values(spec) for spec in cells["spec"]]
+        keys = sorted({k for v in values for k in v})
+        self.values = [{k: v.get(k, _DEFAULT) for k in keys} for v in values]
+        varying = [
+            k
+            for k in keys
+            if len({json.dumps(v[k], sort_keys=True, default=str) for v in self.values}) > 1
+        ]
+        self.axes = sorted(varying, key=lambda k: (k != "precision", k))  # precision first
+        self.baseline = {k: _baseline_value(k, [v[k] for v in self.values]) for k in self.axes}
+
+    def _matches(self, values: dict, key: str, changes: dict) -> bool:
+        if key in changes:
+            return values[key] == changes[key]
+        return _is_baseline(values[key], self.baseline[key])
+
+    def find(self, changes: dict):
+        """The row with the axes of `changes` at those values and every other at baseline."""
+        for index, values in enumerate(self.values):
+            if all(
+                values[k] == changes[k]
+                if k in changes
+                else _is_baseline(values[k], self.baseline[k])
+                for k in self.axes
+            ):
+                return self.cells.iloc[index]
+        return None
+
+
+def _compare_row(context_row, base, cell, change: str) -> dict:
+    speedup = base["median_s"] / cell["median_s"] if cell["median_s"] > 0 else math.nan
+    memory = cell.get("peak_memory_bytes", math.nan)
+    base_memory = base.get("peak_memory_bytes", math.nan)
+    return {
+        **{k: context_row[k] for k in CONTEXT},
+        "change": change,
+        "median": f"{cell['median_s'] * 1e3:.3f} ms ({speedup:.2f}x)",
+        "median_ms": cell["median_s"] * 1e3,
+        "speedup": speedup,
+        "throughput_samples_per_s": cell.get("throughput_samples_per_s", math.nan),
+        "peak_memory_mib": memory / 2**20,
+        "memory_change_mib": (memory - base_memory) / 2**20,
+        "trusted": bool(base.get("trusted", True)) and bool(cell.get("trusted", True)),
+        "accuracy": _accuracy(cell),
+        "cell_id": cell["cell_id"],
+    }
+
+
+def _contexts(cells: pd.DataFrame, trust: pd.DataFrame | None):
+    ok = cells[(cells.status == "ok") & cells["median_s"].notna()].copy()
+    if trust is not None and "trusted" in trust:
+        ok = ok.drop(columns=["trusted"], errors="ignore").merge(
+            trust[["cell_id", "trusted"]], on="cell_id", how="left"
+        )
+    for _, group in ok.groupby(list(CONTEXT), sort=True, dropna=False):
+        context = _Context(group.reset_index(drop=True))
+        if context.axes:
+            yield context
+
+
+def ablation_tables(cells: pd.DataFrame, trust: pd.DataFrame | None = None) -> dict:
+    """{"ablation": per-axis rows, "cumulative": stacked changes, "recommendations": one
+    line per context}. Empty frames when no context has an axis."""
+    per_axis, cumulative, recommendations = [], [], []
+    for context in _contexts(cells, trust):
+        base = context.find({})
+        if base is None:
+            continue
+        singles = []
+        for key in context.axes:
+            for value in sorted({json.dumps(v[key], default=str) for v in context.values}, key=str):
+                value = json.loads(value)
+                if _is_baseline(value, context.baseline[key]):
+                    continue
+                cell = context.find({key: value})
+                if cell is None:
+                    continue
+                row = _compare_row(base, base, cell, "+" + _describe(key, value))
+                row["axis"] = key
+                per_axis.append(row)
+                singles.append((row["speedup"], key, value))
+        # The cumulative table: the axes in the order of what each bought alone (best value
+        # of each), added one at a time, as far as the matrix holds the combinations.
+        best = {}
+        for _speedup, key, value in sorted(singles, key=lambda s: -s[0]):
+            best.setdefault(key, value)
+        changes: dict = {}
+        base_row = _compare_row(base, base, base, "baseline")
+        base_row["step"] = 0
+        steps = [base_row]
+        for key, value in best.items():
+            changes[key] = value
+            cell = context.find(dict(changes))
+            if cell is None:
+                continue
+            row = _compare_row(base, base, cell, "+" + _describe(key, value))
+            row["step"] = len(steps)
+            steps.append(row)
+        if len(steps) > 2:
+            cumulative.extend(steps)
+        recommendations.append(_recommend(context, base))
+    return {
+        "ablation": pd.DataFrame(per_axis),
+        "cumulative": pd.DataFrame(cumulative),
+        "recommendations": pd.DataFrame(recommendations),
+    }
+
+
+def _recommend(context: _Context, base) -> dict:
+    cells = context.cells
+    mask = cells["trusted"].fillna(True).astype(bool) if "trusted" in cells else None
+    trusted = cells if mask is None else cells[mask]
+    row = {k: base[k] for k in CONTEXT}
+    if trusted.empty:
+        row["recommendation"] = "no trusted cell: rerun with more iterations"
+        return row
+    fastest = trusted.loc[trusted["median_s"].idxmin()]
+    index = context.cells.index.get_loc(fastest.name)
+    changes = [
+        _describe(k, context.values[index][k])
+        for k in context.axes
+        if not _is_baseline(context.values[index][k], context.baseline[k])
+    ]
+    if not changes:
+        row["recommendation"] = "keep the baseline: no change made it faster"
+        row["speedup"] = 1.0
+        return row
+    speedup = base["median_s"] / fastest["median_s"]
+    memory = base.get("peak_memory_bytes", math.nan) - fastest.get("peak_memory_bytes", math.nan)
+    if math.isnan(memory):
+        memory_text = "memory not measured"
+    elif memory >= 0:
+        memory_text = f"{memory / 2**30:.1f} GiB less memory"
+    else:
+        memory_text = f"{-memory / 2**30:.1f} GiB more memory"
+    accuracy = _accuracy(fastest)
+    accuracy_text = {"passed": "accuracy kept", "failed": "ACCURACY FAILED"}.get(
+        accuracy, f"accuracy {accuracy}"
+    )
+    row["recommendation"] = (
+        f"{' + '.join(changes)}: {speedup:.2f}x faster, {memory_text}, {accuracy_text}"
+    )
+    row["speedup"] = speedup
+    row["cell_id"] = fastest["cell_id"]
+    return row
