@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "common/git_repo.h"
 #include "common/matrix_csv.h"
@@ -31,9 +32,17 @@ const std::map<std::string, std::string> kExperimentModels{
 /// `scalebench.<key>` for every setting of the settings table that is not an axis (the
 /// axes come from the row's columns and the trainer keys).
 std::vector<std::string> supported_overrides() {
-  std::vector<std::string> keys{
-      "trainer.precision", "trainer.devices", "trainer.num_nodes", "trainer.accelerator", "seed",
-      "data.inputs",       "data.targets",    "scalebench.model"};
+  std::vector<std::string> keys{"trainer.precision",
+                                "trainer.devices",
+                                "trainer.num_nodes",
+                                "trainer.accelerator",
+                                "seed",
+                                "data.inputs",
+                                "data.targets",
+                                "scalebench.model",
+                                "scalebench.torchscript",
+                                "scalebench.input_shape",
+                                "scalebench.num_classes"};
   for (const auto& setting : settings_table()) {
     if (!setting.axis) keys.push_back("scalebench." + std::string(setting.key));
   }
@@ -68,6 +77,22 @@ std::optional<Device> trainer_device(const std::string& text) {
   if (text == "cpu") return Device::kCpu;
   if (text == "auto") return Device::kAuto;
   return std::nullopt;
+}
+
+/// "[1, 32, 64, 64]" -> {1, 32, 64, 64}: positive dimensions, 1 to 8 of them.
+std::optional<std::vector<int64_t>> shape_list(const std::string& text) {
+  const std::string inner = trim(text);
+  if (inner.size() < 2 || inner.front() != '[' || inner.back() != ']') return std::nullopt;
+  std::vector<int64_t> shape;
+  std::string item;
+  std::istringstream items(inner.substr(1, inner.size() - 2));
+  while (std::getline(items, item, ',')) {
+    const auto value = to_int(trim(item));
+    if (!value || *value < 1) return std::nullopt;
+    shape.push_back(*value);
+  }
+  if (shape.empty() || shape.size() > 8) return std::nullopt;
+  return shape;
 }
 
 /// Splits the overrides field at whitespace and at commas outside brackets/quotes.
@@ -267,6 +292,23 @@ class RowReader {
       experiment.model.zoo = value;
       experiment.model_where = {file_, field.line, field.column, "overrides"};
       return !value.empty();
+    }
+    if (key == "scalebench.torchscript") {  // the user's own model, a path in the branch tree
+      experiment.model = ModelSpec{};
+      experiment.model.torchscript = value;
+      experiment.model_where = {file_, field.line, field.column, "overrides"};
+      return !value.empty();
+    }
+    if (key == "scalebench.num_classes") {
+      if (!number || *number < 1) return false;
+      experiment.num_classes = {*number, {file_, field.line, field.column, "overrides"}};
+      return true;
+    }
+    if (key == "scalebench.input_shape") {
+      const auto shape = shape_list(value);
+      if (!shape) return false;
+      experiment.input_shape = {*shape, {file_, field.line, field.column, "overrides"}};
+      return true;
     }
     if (experiment.data.kind != "hdf5" || value.empty()) return false;
     (key == "data.inputs" ? experiment.data.inputs : experiment.data.targets) = value;

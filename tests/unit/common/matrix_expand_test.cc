@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "common/error.h"
 #include "common/matrix.h"
 #include "common/zoo_names.h"
 
@@ -293,6 +294,33 @@ TEST(MatrixCsvTest, NonHdf5DataPathIsAWarningAndSynthetic) {
   EXPECT_EQ(m.cells[0].model.zoo, "resnet50");
   ASSERT_EQ(m.warnings.size(), 1U);
   EXPECT_NE(m.warnings[0].find("i.csv:2:"), std::string::npos);
+}
+
+TEST(MatrixCsvTest, RowCanNameItsOwnTorchScriptModelAndEverySetting) {
+  const std::string text =
+      "branch,experiment,trainer,max_epochs,batch_size,overrides\n"
+      "main,im2im/segmentation,cpu,1,2,\"scalebench.torchscript=build/model.pt "
+      "scalebench.input_shape=[1,16,32,32] scalebench.num_classes=2 scalebench.tf32=true "
+      "scalebench.cpu_threads=3 scalebench.deterministic=true\"\n";
+  const auto m = load_matrix_text("t.csv", text);
+  ASSERT_EQ(m.cells.size(), 1U);
+  const CellSpec& cell = m.cells[0];
+  EXPECT_EQ(cell.model.torchscript, "build/model.pt");
+  EXPECT_EQ(cell.model.zoo, "");
+  EXPECT_EQ(cell.input_shape, (std::vector<int64_t>{1, 16, 32, 32}));
+  EXPECT_EQ(cell.num_classes, 2);
+  EXPECT_TRUE(cell.tf32);
+  EXPECT_EQ(cell.cpu_threads, 3);
+  EXPECT_TRUE(cell.deterministic);
+  for (const char* bad : {"scalebench.input_shape=[1,0]", "scalebench.input_shape=1,2",
+                          "scalebench.num_classes=0", "scalebench.torchscript="}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(load_matrix_text("t.csv",
+                                  "branch,experiment,trainer,max_epochs,batch_size,overrides\n"
+                                  "main,im2im/segmentation,cpu,1,2,\"" +
+                                      std::string(bad) + "\"\n"),
+                 InputError);
+  }
 }
 
 TEST(MatrixSummaryTest, SummaryCountsCells) {
