@@ -157,12 +157,24 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
       }
     }
     nlohmann::json summary = as_json(source.value("summary", nlohmann::json()));
-    cells.push_back({{"cell_id", row.cell_id},
-                     {"status", row.status},
-                     {"failed_phase", text_of(source, "failed_phase")},
-                     {"reason", row.reason},
-                     {"spec", as_json(source.value("spec", nlohmann::json::object()))},
-                     {"summary", summary.is_object() ? summary : nlohmann::json(nullptr)}});
+    nlohmann::json cell{{"cell_id", row.cell_id},
+                        {"status", row.status},
+                        {"failed_phase", text_of(source, "failed_phase")},
+                        {"reason", row.reason},
+                        {"spec", as_json(source.value("spec", nlohmann::json::object()))},
+                        {"summary", summary.is_object() ? summary : nlohmann::json(nullptr)}};
+    // Note [Requested vs effective]: what took effect, where the cell recorded it.
+    nlohmann::json effective = nlohmann::json::object();
+    if (source.is_object()) {
+      for (const auto& [key, value] : source.items()) {
+        if (key.starts_with("effective_")) effective[key.substr(10)] = value;
+      }
+    }
+    if (!effective.empty()) {
+      cell["effective"] = effective;
+      cell["ineffective_reasons"] = source.value("ineffective_reasons", nlohmann::json::array());
+    }
+    cells.push_back(std::move(cell));
   }
   nlohmann::json damaged = nlohmann::json::array();
   const nlohmann::json damaged_cells = overview.value("damaged_cells", nlohmann::json::object());

@@ -100,6 +100,8 @@ nlohmann::json overview_fixture() {
       "bbbb": {"spec": {"branch": "main", "experiment": "mlp-train", "mode": "train",
                         "batch_size": 16, "world_size": 2},
                "status": "ok", "reason": "", "failed_phase": "",
+               "effective_tf32": "false", "effective_cpu_threads": "2",
+               "ineffective_reasons": ["tf32: TF32 is a mode of CUDA tensor cores"],
                "summary": {"metric": "step", "median_s": 0.0125,
                            "throughput_samples_per_s": 2560.0, "valid": 1}},
       "aaaa": {"spec": "{\"branch\": \"\", \"experiment\": \"bad\", \"mode\": \"infer\", \"batch_size\": 8, \"world_size\": 1}",
@@ -144,7 +146,11 @@ TEST(InfoJson, StableKeys) {
   EXPECT_EQ(failed.at("failed_phase"), "forward");
   EXPECT_EQ(failed.at("spec").at("experiment"), "bad");
   EXPECT_TRUE(failed.at("summary").is_null());
-  EXPECT_EQ(json.at("cells")[1].at("summary").at("median_s"), 0.0125);
+  EXPECT_FALSE(failed.contains("effective")) << "a cell that recorded none has none";
+  const auto& ok = json.at("cells")[1];
+  EXPECT_EQ(ok.at("summary").at("median_s"), 0.0125);
+  EXPECT_EQ(ok.at("effective"), nlohmann::json({{"tf32", "false"}, {"cpu_threads", "2"}}));
+  EXPECT_EQ(ok.at("ineffective_reasons").size(), 1u);
 }
 
 }  // namespace
