@@ -116,7 +116,7 @@ void enable_fault_injection() {
   set_fault_for_testing(parse_fault_spec(text));
 }
 
-void set_fault_for_testing(std::optional<FaultSpec> spec) {
+void set_fault_for_testing(const std::optional<FaultSpec>& spec) {
   Armed& state = armed();
   state.active = spec.has_value();
   state.spec = spec.value_or(FaultSpec{});

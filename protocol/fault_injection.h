@@ -50,7 +50,7 @@ FaultSpec parse_fault_spec(std::string_view text);
 void enable_fault_injection();
 
 /// Arms `spec` directly (unit tests); nullopt disarms.
-void set_fault_for_testing(std::optional<FaultSpec> spec);
+void set_fault_for_testing(const std::optional<FaultSpec>& spec);
 
 /// A point of the run. Does nothing unless a fault is armed for this point and rank and
 /// this is its nth hit; then prints one line to stderr ("scalebench-fault: ...") and:

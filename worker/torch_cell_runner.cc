@@ -3,13 +3,16 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <tuple>
 #include <utility>
 
+#include "common/deadline_watchdog.h"
 #include "common/effective_settings.h"
 #include "common/error.h"
+#include "common/logging.h"
 #include "common/mpi_check.h"
 #include "common/zoo_names.h"
 #include "worker/cpu_threads.h"
@@ -72,6 +75,18 @@ std::string describe(const torch::Device& device) {
 #endif
   return device.str();
 }
+
+// Note [Collective watchdog]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Workers check the cell's deadline between iterations; a rank blocked in a collective
+// whose peer died or hangs never gets there. While the timed loop runs, a DeadlineWatchdog
+// waits until timeout_s + kCollectiveGrace and then aborts the workload's collectives
+// (Workload::abort_collectives): on NCCL, ncclCommAbort ends the blocked kernels and the
+// rank's next NCCL call throws, so the rank records the cell `timeout` (phase
+// communication) and goes on to the next cell; rank 0 sees the ranks come back (Note [Late
+// cells]). MPI cannot cancel a collective (abort returns false): there rank 0's
+// --hang-limit ends the job, as before.
+constexpr std::chrono::seconds kCollectiveGrace{10};
 
 /// Note [Requested vs effective]: the facts of `device` for the cell's switches.
 DeviceFacts device_facts(const CellSpec& cell, const torch::Device& device) {
@@ -212,16 +227,36 @@ class TorchCellRunner : public CellRunner {
       record_failure(result, phase);
     }
     if (!agree(result, group, "before the timed loop")) return result;
+    std::atomic<bool> collectives_aborted{false};
     try {
       phase = FailurePhase::kConnect;
       workload->connect();
       phase = FailurePhase::kLoop;
-      run_loop(*workload, device, group, deadline, result);
+      {
+        // Note [Collective watchdog]
+        const DeadlineWatchdog watchdog(
+            deadline + kCollectiveGrace, [&workload, &collectives_aborted, &cell] {
+              if (workload->abort_collectives()) {
+                collectives_aborted = true;
+                SB_LOG(error) << "cell " << cell.cell_id << ": still in the timed loop "
+                              << kCollectiveGrace.count() << " s after timeout_s; its communicator "
+                              << "was aborted (ncclCommAbort)";
+              }
+            });
+        run_loop(*workload, device, group, deadline, result);
+      }
       phase = FailurePhase::kMetrics;
       workload->add_metrics(result.metrics);
       result.metrics.merge(peak_memory_metrics(device, rss_reset));
     } catch (...) {
       record_failure(result, phase);
+    }
+    if (collectives_aborted) {
+      result.status = CellStatus::kTimeout;
+      result.failed_phase = FailurePhase::kCommunication;
+      result.reason = "a collective did not complete within timeout_s + " +
+                      std::to_string(kCollectiveGrace.count()) +
+                      " s; the worker aborted its NCCL communicator (ncclCommAbort) and went on";
     }
     agree(result, group, "in the timed loop");
     return result;

@@ -103,6 +103,11 @@ class TrainWorkload : public Workload {
     last_loss_ = loss.detach();
   }
 
+  bool abort_collectives() override {
+    // backend_ is set by connect(), before the watchdog that calls this starts.
+    return backend_ != nullptr && backend_->abort();
+  }
+
   void add_metrics(std::map<std::string, double>& metrics) override {
     metrics["final_loss"] = last_loss_.defined() ? last_loss_.item<double>() : NAN;
     metrics["param_checksum"] = parameter_checksum(*model_);

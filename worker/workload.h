@@ -42,6 +42,10 @@ class Workload {
   virtual void run_iteration(int64_t iteration, PhaseTimer& timer) = 0;
   /// Per-rank metrics after the loop (device synchronised), e.g. final_loss.
   virtual void add_metrics(std::map<std::string, double>& metrics) = 0;
+  /// Called from another thread (Note [Collective watchdog] in worker/torch_cell_runner.cc):
+  /// aborts the cell's collectives so that a rank blocked in one returns with an error.
+  /// False when there are none or they cannot be cancelled (MPI).
+  virtual bool abort_collectives() { return false; }
 };
 
 struct LoopOptions {

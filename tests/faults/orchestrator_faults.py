@@ -158,7 +158,9 @@ def check_h5(out, ids):
         check(sorted(f["cells"].keys()) == ids, "h5py: cell groups differ from the matrix")
         for cell_id in ids:
             group = f["cells"][cell_id]
-            check(group.attrs["status"] == "ok", f"h5py: {cell_id} not ok")
+            status = group.attrs["status"]  # fixed-length strings (layout 1.2) read as bytes
+            status = status.decode() if isinstance(status, bytes) else status
+            check(status == "ok", f"h5py: {cell_id} not ok ({status!r})")
             spec = json.loads(group.attrs["spec"])
             check(group["timings"].shape[0] == spec["world_size"], f"h5py: {cell_id} shape")
 

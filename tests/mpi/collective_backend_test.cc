@@ -7,8 +7,10 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <vector>
 
+#include "common/deadline_watchdog.h"
 #include "common/error.h"
 #include "common/mpi_check.h"
 #include "common/mpi_comm.h"
@@ -127,12 +129,18 @@ TEST(NcclBackendGpu, SingleRankGroupPerProcess) {
   EXPECT_THROW(backend->allreduce_sum(tensor), NcclError);
 }
 
+/// Whether every rank sees at least as many GPUs as there are ranks, decided together: a
+/// skip on one rank and a collective on another would hang.
+bool every_rank_has_a_gpu() {
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  int enough = gpus >= world_size() ? 1 : 0;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &enough, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  return enough != 0;
+}
+
 TEST(NcclBackendGpu, WholeWorldWhenEachRankHasAGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  // Decide together: a skip on one rank and a collective on another would hang.
-  int enough = torch::cuda::device_count() >= static_cast<size_t>(world_size()) ? 1 : 0;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &enough, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (enough == 0) GTEST_SKIP() << "fewer GPUs than ranks";
+  if (!every_rank_has_a_gpu()) GTEST_SKIP() << "fewer GPUs than ranks";
   auto backend = make_nccl_backend(MPI_COMM_WORLD, world_rank());
   const auto options = torch::TensorOptions().device(torch::kCUDA, world_rank());
   auto tensor = torch::full({4096}, world_rank() + 1, options);
@@ -142,6 +150,31 @@ TEST(NcclBackendGpu, WholeWorldWhenEachRankHasAGpu) {
   auto value = torch::full({8}, world_rank() * 2.0, options.dtype(torch::kDouble));
   backend->broadcast(value, 1);
   EXPECT_TRUE(torch::all(value.cpu() == 2.0).item<bool>());
+}
+
+// Note [Collective watchdog]: rank 0 enters an allreduce that no other rank joins; the
+// watchdog's abort() from another thread ends it with an error instead of a hang.
+TEST(NcclBackendGpu, AbortFromAWatchdogEndsAHungAllreduce) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  if (!every_rank_has_a_gpu()) GTEST_SKIP() << "fewer GPUs than ranks (NCCL: one GPU per rank)";
+  auto backend = make_nccl_backend(MPI_COMM_WORLD, world_rank());
+  if (world_rank() == 0) {
+    const auto options = torch::TensorOptions().device(torch::kCUDA, 0);
+    auto tensor = torch::ones({1024}, options);
+    const auto start = std::chrono::steady_clock::now();
+    const DeadlineWatchdog watchdog(start + std::chrono::seconds(1),
+                                    [&backend] { EXPECT_TRUE(backend->abort()); });
+    EXPECT_THROW(
+        {
+          auto work = backend->allreduce_sum(tensor);
+          work->wait();
+          torch::cuda::synchronize(0);
+          backend->allreduce_sum(tensor)->wait();  // after the abort: the next call throws
+        },
+        NcclError);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  }
+  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 #endif
 
