@@ -7,7 +7,7 @@
 #   5. analysis: pytest on an HDF5 file produced by a real `scalebench run` of the quickstart,
 #      and on the synthetic file of tests/analysis/make_results.py (branches, bf16, failures)
 #      plus ruff (lint + format) over analysis/ and tests/analysis/
-#   6. fuzz: a short run (30 s per libFuzzer target, tests/fuzz/run.sh); the long run is
+#   6. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
 #      documented in docs/reliability.md
 #   7. slurm: a real single-node Slurm cluster (tests/slurm/run.sh)
 # Usage: tests/run_all.sh <repo> <venv python>. Set SCALEBENCH_SKIP_SLURM=1 to skip step 7.
@@ -71,7 +71,7 @@ run_step "clang-tidy" check_tidy
 run_step "analysis (pytest on a real run)" run_quickstart_for_analysis
 run_step "analysis (pytest on the synthetic file)" env -u SCALEBENCH_RESULTS_FILE "$python" -m pytest -q -rs tests/analysis
 run_step "ruff (analysis)" check_ruff
-run_step "fuzz (30 s per target)" tests/fuzz/run.sh 30
+run_step "fuzz (15 s per target)" tests/fuzz/run.sh 15
 if [[ "${SCALEBENCH_SKIP_SLURM:-0}" != 1 ]]; then
   run_step "slurm (single-node cluster)" bash tests/slurm/run.sh "$repo" "$python"
 fi

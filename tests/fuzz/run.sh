@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz (preset `fuzz`: clang, ASan + UBSan, no Torch)
-# and runs each for SECONDS seconds (default 30: the short run of tests/run_all.sh; the long
+# and runs each for SECONDS seconds (default 30; tests/run_all.sh runs 15; the long
 # run of docs/reliability.md is 600). The corpus grows in build/fuzz/corpus/<target> and is
 # kept between runs; it is seeded from the matrix examples and test files, and for the
 # results reader from results files written by scalebench (tests/data/results/fuzz_seed)
