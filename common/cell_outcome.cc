@@ -18,7 +18,7 @@ constexpr std::array<std::pair<const char*, CellStatus>, 7> kStatuses{{
     {"interrupted", CellStatus::kInterrupted},
 }};
 
-constexpr std::array<std::pair<const char*, FailurePhase>, 21> kPhases{{
+constexpr std::array<std::pair<const char*, FailurePhase>, 22> kPhases{{
     {"", FailurePhase::kNone},
     {"inputs", FailurePhase::kInputs},
     {"prepare", FailurePhase::kPrepare},
@@ -35,6 +35,7 @@ constexpr std::array<std::pair<const char*, FailurePhase>, 21> kPhases{{
     {"communication", FailurePhase::kCommunication},
     {"loop", FailurePhase::kLoop},
     {"metrics", FailurePhase::kMetrics},
+    {"validation", FailurePhase::kValidation},
     {"group", FailurePhase::kGroup},
     {"worker", FailurePhase::kWorker},
     {"fatal", FailurePhase::kFatal},

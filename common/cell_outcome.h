@@ -34,6 +34,7 @@ enum class FailurePhase {
   kCommunication,  ///< a collective of the cell
   kLoop,           ///< inside the timed loop, outside the phases above
   kMetrics,        ///< collecting the cell's metrics after the loop
+  kValidation,     ///< the accuracy comparison after the loop (validate: true)
   kGroup,          ///< another rank of the group failed first (see Note [Group agreement])
   kWorker,         ///< an unexpected error on a worker rank outside the runner's contract
   kFatal,          ///< a FatalError: the group is unusable and the job ends

@@ -80,6 +80,7 @@ struct CellSpec {
   bool cudnn_benchmark = false;  ///< cuDNN autotuning of convolution algorithms (GPU only)
   bool deterministic = false;    ///< deterministic algorithms (and cuDNN) only
   bool pinned_memory = false;    ///< page-locked host batches for the copy to a GPU
+  bool cuda_graphs = false;      ///< inference forward captured once, replayed per batch (GPU)
   int64_t cpu_threads = 0;       ///< intra-op threads per worker; 0 = auto (cores / workers)
   Device device = Device::kAuto;
   Backend backend = Backend::kAuto;
@@ -90,6 +91,11 @@ struct CellSpec {
   int64_t samples = 0;  ///< inference dataset size (all ranks together); 0 = batch*world*iterations
   uint64_t seed = 0;
   double timeout_s = 600.0;
+
+  // --- accuracy validation (Note [Accuracy validation] in common/accuracy.h) -------------
+  bool validate = false;            ///< compare against an fp32 reference after the loop
+  double tolerance = 0.01;          ///< relative (docs/accuracy.md)
+  int64_t validation_samples = 64;  ///< inference: samples compared, all ranks together
 
   // --- bookkeeping (not part of the identity) -------------------------------------------
   std::string source;   ///< "file:line" where the cell's experiment was declared

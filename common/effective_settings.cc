@@ -43,6 +43,8 @@ std::vector<SettingEffect> effective_settings(const CellSpec& cell, const Device
   add_switch(out, cell, "deterministic", true, "");
   add_switch(out, cell, "pinned_memory", facts.cuda,
              "pinned memory speeds up copies to a GPU; " + on_cpu);
+  add_switch(out, cell, "cuda_graphs", facts.cuda,
+             "CUDA graphs capture GPU kernels; " + on_cpu + ", so the forward runs eagerly");
   add_switch(out, cell, "channels_last", facts.sample_rank == 3 || facts.sample_rank == 4,
              "channels-last is a layout of image tensors (one sample C,H,W or C,D,H,W); this "
              "model's samples have rank " +

@@ -37,8 +37,8 @@ struct SettingEffect {
 };
 
 /// The switches that depend on the device, in the settings table's order: tf32,
-/// cudnn_benchmark, deterministic, pinned_memory, channels_last, precision, optimizer.fused
-/// (training cells only). Pure.
+/// cudnn_benchmark, deterministic, pinned_memory, cuda_graphs, channels_last, precision,
+/// optimizer.fused (training cells only). Pure.
 std::vector<SettingEffect> effective_settings(const CellSpec& cell, const DeviceFacts& facts);
 
 /// `cell` with every switch of `effects` set to its effective value.

@@ -142,6 +142,13 @@ class ExperimentResolver {
                  "backend nccl needs device cuda (or auto); use backend mpi or auto for CPU "
                  "cells");
     }
+    if (cell.cuda_graphs && cell.mode == Mode::kTrain) {  // Note [CUDA graphs for inference]
+      error_once(where("cuda_graphs"),
+                 "cuda_graphs captures inference only: a DDP training step is not static "
+                 "(gradient buckets are reduced as autograd makes them ready, each phase is "
+                 "timed); set it on inference cells, or add exclude: [{mode: train, "
+                 "cuda_graphs: true}] when sweeping both");
+    }
     if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
       error_once(where("optimizer.momentum"),
                  "momentum applies only to sgd; remove it or use optimizer sgd");
@@ -316,7 +323,14 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
     }
     ExperimentResolver resolver(request, experiment, limits, diagnostics);
     const Resolved resolved = resolver.resolve();
-    const auto check = [&resolver](const CellSpec& cell) { resolver.check_cell(cell); };
+    // Rules between settings apply to the cells that will run: an exclude rule is how a
+    // sweep leaves out a combination that a rule refuses.
+    const auto check = [&resolver, &request](const CellSpec& cell) {
+      for (const auto& rule : request.excludes) {
+        if (matches(rule, cell)) return;
+      }
+      resolver.check_cell(cell);
+    };
     warn_torchscript_warmup(resolved.base, experiment.where, diagnostics);
     const auto samples_where =
         origin(pick(experiment.settings, request.defaults, "samples"), experiment.where);

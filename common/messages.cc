@@ -63,21 +63,28 @@ std::vector<uint8_t> serialize(const Assignment& assignment) {
 }
 
 std::vector<uint8_t> serialize(const RankResult& result) {
-  const nlohmann::json json{{"cell_id", result.cell_id},
-                            {"group_rank", result.group_rank},
-                            {"world_rank", result.world_rank},
-                            {"host", result.host},
-                            {"device", result.device},
-                            {"status", to_string(result.status)},
-                            {"failed_phase", to_string(result.failed_phase)},
-                            {"fatal", result.fatal},
-                            {"reason", result.reason},
-                            {"phases", result.phases},
-                            {"warmup_iterations", result.warmup_iterations},
-                            {"timings_s", result.timings_s},
-                            {"metrics", result.metrics},
-                            {"effective", result.effective},
-                            {"ineffective_reasons", result.ineffective_reasons}};
+  nlohmann::json json{{"cell_id", result.cell_id},
+                      {"group_rank", result.group_rank},
+                      {"world_rank", result.world_rank},
+                      {"host", result.host},
+                      {"device", result.device},
+                      {"status", to_string(result.status)},
+                      {"failed_phase", to_string(result.failed_phase)},
+                      {"fatal", result.fatal},
+                      {"reason", result.reason},
+                      {"phases", result.phases},
+                      {"warmup_iterations", result.warmup_iterations},
+                      {"timings_s", result.timings_s},
+                      {"metrics", result.metrics},
+                      {"effective", result.effective},
+                      {"ineffective_reasons", result.ineffective_reasons}};
+  if (const auto& accuracy = result.accuracy) {
+    json["accuracy"] = {{"kind", accuracy->kind},
+                        {"verdict", accuracy->verdict},
+                        {"failed_checks", accuracy->failed_checks},
+                        {"reference", accuracy->reference},
+                        {"values", accuracy->values}};
+  }
   return nlohmann::json::to_msgpack(json);
 }
 
@@ -133,6 +140,15 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     result.metrics = json.at("metrics").get<std::map<std::string, double>>();
     result.effective = json.at("effective").get<std::map<std::string, std::string>>();
     result.ineffective_reasons = json.at("ineffective_reasons").get<std::vector<std::string>>();
+    if (const auto found = json.find("accuracy"); found != json.end()) {
+      AccuracyReport accuracy;
+      accuracy.kind = found->at("kind").get<std::string>();
+      accuracy.verdict = found->at("verdict").get<std::string>();
+      accuracy.failed_checks = found->at("failed_checks").get<std::vector<std::string>>();
+      accuracy.reference = found->at("reference").get<std::string>();
+      accuracy.values = found->at("values").get<std::map<std::string, double>>();
+      result.accuracy = std::move(accuracy);
+    }
     return result;
   });
 }

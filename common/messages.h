@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/accuracy.h"
 #include "common/cell_outcome.h"
 #include "common/cell_spec.h"
 
@@ -85,6 +86,9 @@ struct RankResult {
   /// (setting key -> its text) and one sentence per switch that did not take effect.
   std::map<std::string, std::string> effective;
   std::vector<std::string> ineffective_reasons;
+  /// Note [Accuracy validation]: the comparison with the reference (validate: true; the
+  /// same on every rank of the group, which reduced it).
+  std::optional<AccuracyReport> accuracy;
   bool operator==(const RankResult&) const = default;
 
   /// Number of rows of `timings_s`.

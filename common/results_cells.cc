@@ -110,7 +110,8 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 }
 
 void drop_results(hid_t cell_group) {
-  for (const char* name : {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary"}) {
+  for (const char* name :
+       {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary", "accuracy"}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {
@@ -143,6 +144,25 @@ void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks) {
     h5::write_string_attribute(cell_group, kEffectivePrefix + key, value);
   }
   h5::write_string_attribute(cell_group, kIneffectiveReasons, nlohmann::json(reasons).dump());
+}
+
+void write_accuracy(hid_t cell_group, const std::vector<RankResult>& ranks) {
+  const auto with = std::find_if(ranks.begin(), ranks.end(),
+                                 [](const RankResult& rank) { return rank.accuracy.has_value(); });
+  if (with == ranks.end()) return;
+  const AccuracyReport& report = *with->accuracy;
+  const Hdf5Handle group = h5::create_group(cell_group, "accuracy");
+  h5::write_string_attribute(group, "verdict", report.verdict);
+  h5::write_string_attribute(group, "failed_checks", nlohmann::json(report.failed_checks).dump());
+  h5::write_string_attribute(group, "kind", report.kind);
+  h5::write_string_attribute(group, "reference", report.reference);
+  for (const auto& [name, value] : report.values) {
+    if (name == "validation_samples" || name == "elements" || name == "steps") {
+      h5::write_int64_attribute(group, name, static_cast<int64_t>(value));
+    } else {
+      h5::write_double_attribute(group, name, value);
+    }
+  }
 }
 
 void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,

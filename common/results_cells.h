@@ -35,6 +35,11 @@ inline constexpr const char* kEffectivePrefix = "effective_";
 inline constexpr const char* kIneffectiveReasons = "ineffective_reasons";
 void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks);
 
+/// Note [Accuracy validation]: the `accuracy` subgroup (schemas/results-layout.md) from the
+/// first rank that reports a comparison (every rank of the group computed the same one).
+/// Nothing when no rank reports one.
+void write_accuracy(hid_t cell_group, const std::vector<RankResult>& ranks);
+
 /// Writes `status`, `failed_phase`, `reason`.
 void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,
                   const std::string& reason);

@@ -116,6 +116,7 @@ nlohmann::json read_cell(hid_t cells, const std::string& id) {
   parse_json_member(out, "ineffective_reasons");
   out["datasets"] = nlohmann::json::array();
   out["summary"] = nullptr;
+  out["accuracy"] = nullptr;  // since 1.3 (Note [Accuracy validation])
   std::vector<std::string> links;
   try {
     links = h5::link_names(*cell);
@@ -129,18 +130,19 @@ nlohmann::json read_cell(hid_t cells, const std::string& id) {
       throw CellDamage{"'" + name + "' cannot be read"};
     }
     if (info.type == H5O_TYPE_DATASET) out["datasets"].push_back(name);
-    if (info.type == H5O_TYPE_GROUP && name == "summary") {
+    if (info.type == H5O_TYPE_GROUP && (name == "summary" || name == "accuracy")) {
       try {
-        const Hdf5Handle summary = own_group(HDF5_CHECK(H5Gopen2(*cell, "summary", H5P_DEFAULT)));
-        out["summary"] = read_attributes(summary, unreadable);
+        const Hdf5Handle group = own_group(HDF5_CHECK(H5Gopen2(*cell, name.c_str(), H5P_DEFAULT)));
+        out[name] = read_attributes(group, unreadable);
       } catch (const Error&) {
-        throw CellDamage{"its summary cannot be read"};
+        throw CellDamage{"its " + name + " cannot be read"};
       }
       if (!unreadable.empty()) {
-        throw CellDamage{"summary attribute '" + unreadable.front() + "' cannot be read"};
+        throw CellDamage{name + " attribute '" + unreadable.front() + "' cannot be read"};
       }
     }
   }
+  if (out["accuracy"].is_object()) parse_json_member(out["accuracy"], "failed_checks");
   return out;
 }
 

@@ -154,6 +154,20 @@ std::string mebibytes(std::uintmax_t bytes) {
                      "run the same command with --resume");
 }
 
+/// Inside a catch block: removes the update's temporary copy `temp` and rethrows the
+/// exception in flight, a full disk as NoSpaceError about `path` (Note [Disk full]).
+[[noreturn]] void discard_update_and_rethrow(const std::filesystem::path& temp,
+                                             const std::filesystem::path& path) {
+  std::error_code ignored;
+  std::filesystem::remove(temp, ignored);
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (is_no_space(e.what())) throw_no_space(path, e.what());
+    throw;
+  }
+}
+
 /// Runs the mutation protocol of Note [Results durability] around `change`.
 /// Writes a complete new version of `path` into a temporary sibling with `write(temp)`, then
 /// renames it over `path` (see Note [Results durability]); on any failure the temporary is
@@ -165,15 +179,8 @@ void replace_atomically(const std::filesystem::path& path,
     durable::create_temp_like(path, temp);  // the file keeps its mode and group
     write(temp);
     durable::commit_replace(temp, path);
-  } catch (const Error& e) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    if (is_no_space(e.what())) throw_no_space(path, e.what());  // Note [Disk full]
-    throw;
   } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    throw;
+    discard_update_and_rethrow(temp, path);
   }
 }
 
@@ -270,16 +277,9 @@ void ResultsStore::batch(const std::function<void()>& body) {
     pending_->file.close();
     durable::commit_replace(pending_->temp_path, path_);
   } catch (...) {
-    pending_->file = Hdf5Handle();
-    std::error_code ignored;
-    std::filesystem::remove(pending_->temp_path, ignored);
-    pending_.reset();
-    try {
-      throw;
-    } catch (const Error& e) {
-      if (is_no_space(e.what())) throw_no_space(path_, e.what());  // Note [Disk full]
-      throw;
-    }
+    const auto temp = pending_->temp_path;
+    pending_.reset();  // closes the temporary file before it is removed
+    discard_update_and_rethrow(temp, path_);
   }
   pending_.reset();
 }
@@ -347,6 +347,7 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
     results::write_rank_datasets(group, cell, ranks);
     results::write_effective(group, ranks);
     results::write_summary(group, summary);
+    results::write_accuracy(group, ranks);
     results::write_status(group, outcome.status, outcome.failed_phase, outcome.reason);
     results::write_string_if_absent(group, "started_at", "");
     h5::write_string_attribute(group, "finished_at", iso8601_utc_now());

@@ -20,7 +20,7 @@
 namespace scalebench {
 
 /// Value of the root attribute `scalebench_layout_version`, and its major part.
-inline constexpr const char* kResultsLayoutVersion = "1.2";
+inline constexpr const char* kResultsLayoutVersion = "1.3";
 inline constexpr int kResultsLayoutMajor = 1;
 
 /// What the file says about one cell (enough for --resume to decide skip or retry).
@@ -149,7 +149,7 @@ class ResultsStore {
 /// part it reads (Note [Reading damaged files] in common/results_reader.cc). Throws
 /// InputError (one line) for a missing file, a non-scalebench file, another layout major
 /// version, or a file HDF5 cannot open or whose /cells cannot be read. Returns
-///   {"path": ..., "layout_version": "1.2",
+///   {"path": ..., "layout_version": "1.3",
 ///    "provenance": {every readable root attribute; hosts/devices/argv/environment parsed},
 ///    "cells": {"<cell_id>": {every cell attribute; spec and ranks parsed,
 ///                            "datasets": [names], "summary": {attributes} or null}},

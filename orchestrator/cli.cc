@@ -23,6 +23,8 @@ int run_cli(int argc, char** argv, const WorkerFactory& worker) {
   add_submit_command(app, exit_status);
   add_run_command(app, exit_status, worker, std::vector<std::string>(argv, argv + argc));
   add_info_command(app, exit_status);
+  add_probe_command(app, exit_status, worker);
+  add_selftest_command(app, exit_status, worker);
   add_analyze_commands(app, exit_status);
   try {
     app.parse(argc, argv);

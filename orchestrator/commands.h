@@ -20,6 +20,10 @@ void add_submit_command(CLI::App& app, int& exit_status);
 void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worker,
                      const std::vector<std::string>& argv);
 void add_info_command(CLI::App& app, int& exit_status);
+/// `probe`: `worker` makes each worker rank's CollectiveProbe.
+void add_probe_command(CLI::App& app, int& exit_status, const WorkerFactory& worker);
+/// `selftest`: `worker` makes each worker rank's SelfTest.
+void add_selftest_command(CLI::App& app, int& exit_status, const WorkerFactory& worker);
 /// `analyze`, `compare`, `report`: forward all their arguments to
 /// `<python> -m scalebench_analysis <command> ...` and store its exit status.
 void add_analyze_commands(CLI::App& app, int& exit_status);

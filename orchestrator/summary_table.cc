@@ -7,6 +7,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/results_cells.h"
+
 namespace scalebench {
 namespace {
 
@@ -65,6 +67,15 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
       row.valid = valid.is_boolean() ? valid.get<bool>() : (valid.is_number() && valid != 0);
     }
   }
+  const auto accuracy = cell.value("accuracy", nlohmann::json());
+  if (accuracy.is_object()) {
+    const auto checks = as_json(accuracy.value("failed_checks", nlohmann::json::array()));
+    row.accuracy = text_of(accuracy, "verdict") == "passed" ? "passed" : "FAIL";
+    if (row.accuracy == "FAIL" && checks.is_array() && !checks.empty() &&
+        checks.front().is_string()) {
+      row.accuracy += " " + checks.front().get<std::string>();
+    }
+  }
   return row;
 }
 
@@ -100,9 +111,10 @@ std::map<std::string, size_t> status_counts(const std::vector<SummaryRow>& rows)
 }
 
 std::string format_summary_table(const std::vector<SummaryRow>& rows) {
-  const std::vector<std::string> header{"branch", "experiment", "mode",    "batch", "world",
-                                        "metric", "median",     "samples", "valid", "status"};
-  const std::vector<std::string> units{"", "", "", "", "", "", "(ms)", "(/s)", "", ""};
+  const std::vector<std::string> header{"branch", "experiment", "mode",   "batch",
+                                        "world",  "metric",     "median", "samples",
+                                        "valid",  "accuracy",   "status"};
+  const std::vector<std::string> units{"", "", "", "", "", "", "(ms)", "(/s)", "", "", ""};
   std::vector<std::vector<std::string>> table;
   table.reserve(rows.size());
   for (const auto& row : rows) {
@@ -110,7 +122,8 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
                      std::to_string(row.batch_size), std::to_string(row.world_size),
                      row.metric.empty() ? "-" : row.metric, fixed(row.median_s * 1e3, 3),
                      fixed(row.throughput_samples_per_s, 1),
-                     row.valid ? (*row.valid ? "1" : "0") : "-", row.status});
+                     row.valid ? (*row.valid ? "1" : "0") : "-",
+                     row.accuracy.empty() ? "-" : row.accuracy, row.status});
   }
   std::vector<size_t> width(header.size());
   for (size_t c = 0; c < header.size(); ++c) {
@@ -167,12 +180,17 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
     nlohmann::json effective = nlohmann::json::object();
     if (source.is_object()) {
       for (const auto& [key, value] : source.items()) {
-        if (key.starts_with("effective_")) effective[key.substr(10)] = value;
+        if (key.starts_with(results::kEffectivePrefix)) {
+          effective[key.substr(std::string_view(results::kEffectivePrefix).size())] = value;
+        }
       }
     }
     if (!effective.empty()) {
       cell["effective"] = effective;
       cell["ineffective_reasons"] = source.value("ineffective_reasons", nlohmann::json::array());
+    }
+    if (const auto accuracy = source.value("accuracy", nlohmann::json()); accuracy.is_object()) {
+      cell["accuracy"] = accuracy;  // Note [Accuracy validation]
     }
     cells.push_back(std::move(cell));
   }

@@ -22,6 +22,9 @@ struct SummaryRow {
   double median_s = 0.0;
   double throughput_samples_per_s = 0.0;
   std::optional<bool> valid;  ///< nullopt without a summary
+  /// Note [Accuracy validation]: "passed", "FAIL <first failed check>", "" when the cell
+  /// was not validated.
+  std::string accuracy;
   std::string status;
   std::string reason;
 };

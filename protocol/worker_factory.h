@@ -8,6 +8,8 @@
 #include <string>
 
 #include "protocol/cell_runner.h"
+#include "protocol/collective_probe.h"
+#include "protocol/self_test.h"
 
 namespace scalebench {
 
@@ -16,6 +18,11 @@ struct WorkerFactory {
   std::function<std::unique_ptr<CellRunner>()> make_runner;
   /// Library versions for provenance: keys "torch", "cuda", "nccl" (values "" when unused).
   std::function<std::map<std::string, std::string>()> library_versions;
+  /// Makes this rank's CollectiveProbe (`scalebench probe`, `selftest`); empty in builds or
+  /// tests without the worker library.
+  std::function<std::unique_ptr<CollectiveProbe>()> make_probe;
+  /// Makes this rank's SelfTest (`scalebench selftest`); empty like make_probe.
+  std::function<std::unique_ptr<SelfTest>()> make_self_test;
 };
 
 }  // namespace scalebench

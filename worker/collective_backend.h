@@ -37,6 +37,12 @@ class CollectiveBackend {
   /// Blocking in-place broadcast from group rank `root` (NCCL: returns once the caller's
   /// current stream is ordered after it, like CollectiveWork::wait()). Contiguous only.
   virtual void broadcast(torch::Tensor tensor, int root) = 0;
+  /// Blocking out-of-place sum: `output` (same shape and dtype as `input`) gets the group's
+  /// elementwise sum of `input`, which is left unchanged. Contiguous only.
+  virtual void allreduce_sum_into(const torch::Tensor& input, torch::Tensor output) = 0;
+  /// Blocking allgather: `output` ([size * input.numel()] elements, same dtype) gets every
+  /// rank's `input`, in group-rank order. Contiguous only.
+  virtual void allgather(const torch::Tensor& input, torch::Tensor output) = 0;
   /// Ends any pending collective so a hung cell can be abandoned (NCCL: ncclCommAbort).
   /// After abort() the backend is unusable. MPI cannot cancel a collective: it returns false.
   virtual bool abort() = 0;

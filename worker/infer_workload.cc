@@ -1,12 +1,17 @@
 #include "worker/infer_workload.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <limits>
+#include <map>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
+#include "worker/accuracy_sums.h"
 #include "worker/batch_source.h"
 #include "worker/checkpoint.h"
+#include "worker/cuda_graph_forward.h"
 #include "worker/synthetic_data.h"
 
 namespace scalebench {
@@ -36,6 +41,7 @@ class InferWorkload : public Workload {
   InferWorkload(const Assignment& assignment, const torch::Device& device, MPI_Comm group)
       : cell_(assignment.cell),
         device_(device),
+        group_(group),
         resolved_(resolve_model(assignment.cell, assignment.artifact)) {
     const CellSpec& cell = assignment.cell;
     check_precision(cell.precision, device);
@@ -44,6 +50,7 @@ class InferWorkload : public Workload {
     MPI_CHECK(MPI_Comm_rank(group, &rank));
     MPI_CHECK(MPI_Comm_size(group, &world));
     rank_ = rank;
+    world_ = world;
     samples_ = inference_samples(cell);
     shard_ = shard_range(samples_, rank, world);
     batches_ = (shard_.count + cell.batch_size - 1) / cell.batch_size;
@@ -65,6 +72,7 @@ class InferWorkload : public Workload {
     data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
                               assignment.tree, cell.pinned_memory && device.is_cuda());
     checksum_ = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
+    if (cell.cuda_graphs) capture_graphs();
   }
 
   const std::vector<std::string>& phases() const override { return infer_phases(); }
@@ -75,6 +83,7 @@ class InferWorkload : public Workload {
   void run_iteration(int64_t iteration, PhaseTimer& timer) override {
     torch::NoGradGuard no_grad;
     const SampleRange range = batch_range(iteration);
+    CapturedForward* graph = graph_for(range.count);  // nullptr: eager
     torch::Tensor output;
     {
       PhaseScope batch(timer, kBatch);
@@ -86,13 +95,21 @@ class InferWorkload : public Workload {
       torch::Tensor inputs;
       {
         PhaseScope phase(timer, kH2d);
-        inputs = host.inputs.to(device_, /*non_blocking=*/true);
-        if (cell_.channels_last) inputs = to_channels_last(inputs);
+        if (graph != nullptr) {
+          graph->input().copy_(host.inputs, /*non_blocking=*/true);  // layout included
+        } else {
+          inputs = host.inputs.to(device_, /*non_blocking=*/true);
+          if (cell_.channels_last) inputs = to_channels_last(inputs);
+        }
       }
       {
         PhaseScope phase(timer, kForward);
-        AutocastScope autocast(cell_.precision, device_);
-        output = model_->forward(inputs);
+        if (graph != nullptr) {
+          output = graph->replay();
+        } else {
+          AutocastScope autocast(cell_.precision, device_);
+          output = model_->forward(inputs);
+        }
       }
       {
         PhaseScope phase(timer, kD2h);
@@ -119,16 +136,130 @@ class InferWorkload : public Workload {
     metrics["samples"] = static_cast<double>(shard_.count);
     metrics["dataset_samples"] = static_cast<double>(samples_);
     metrics["shard_first_sample"] = static_cast<double>(shard_.first);
+    if (cell_.cuda_graphs) {
+      metrics["cuda_graph_capture_s"] = graph_capture_s_;
+      metrics["cuda_graphs_captured"] = static_cast<double>(graphs_.size());
+    }
+  }
+
+  /// Note [Accuracy validation]: this rank's shard of samples [0, validation_samples)
+  /// through the model as it ran and through a copy of its weights in fp32. The group's
+  /// reference range comes first (SSIM needs it), together with whether every rank got its
+  /// outputs, so that a rank that failed does not leave the others in a reduction.
+  AccuracyReport validate(std::map<std::string, double>& metrics) override {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> outputs;  // (the cell's, reference)
+    // -min and max of the reference outputs, and 1 when this rank failed: one MAX reduction.
+    std::array<double, 3> extremes = {-std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(), 0.0};
+    std::string problem;
+    try {
+      outputs = validation_outputs();
+      for (const auto& pair : outputs) {
+        extremes[0] = std::max(extremes[0], -pair.second.min().item<double>());
+        extremes[1] = std::max(extremes[1], pair.second.max().item<double>());
+      }
+    } catch (const std::exception& error) {
+      problem = error.what();
+      extremes[2] = 1.0;
+    }
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, extremes.data(), static_cast<int>(extremes.size()),
+                            MPI_DOUBLE, MPI_MAX, group_));
+    if (!problem.empty()) throw CellError(FailurePhase::kValidation, problem);
+    if (extremes[2] != 0.0) {
+      throw CellError(FailurePhase::kValidation,
+                      "another rank of the group could not compute its validation outputs");
+    }
+    const double low = -extremes[0];
+    const double high = extremes[1];
+    OutputSums sums;
+    for (const auto& [output, reference] : outputs) {
+      add_output_sums(output, reference, high - low, sums);
+    }
+    const OutputSums group = reduce_output_sums(sums, group_);
+    metrics["validation_s"] = seconds_since(start);
+    return finish_inference(group, low, high, cell_.tolerance);
   }
 
  private:
   SampleRange batch_range(int64_t iteration) const {
     const int64_t batch = cell_.batch_size;
     if (iteration < cell_.warmup_iterations) {
-      return {samples_ + (rank_ * cell_.warmup_iterations + iteration) * batch, batch};
+      return {
+          samples_ + (static_cast<int64_t>(rank_) * cell_.warmup_iterations + iteration) * batch,
+          batch};
     }
     const int64_t first = shard_.first + (iteration - cell_.warmup_iterations) * batch;
     return {first, std::min(batch, shard_.first + shard_.count - first)};
+  }
+
+  /// Note [CUDA graphs for inference]: one graph per batch size this rank runs (the full
+  /// batch, and the shard's last batch when it is smaller), captured before the loop.
+  void capture_graphs() {
+#ifdef SCALEBENCH_HAVE_CUDA
+    if (!device_.is_cuda()) {
+      throw InputError("cuda_graphs needs a CUDA device (the runner records it ineffective)");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<int64_t> sizes = {cell_.batch_size};
+    if (const int64_t last = shard_.count % cell_.batch_size; last != 0) sizes.push_back(last);
+    for (const int64_t rows : sizes) {
+      torch::Tensor example = data_->make_batch({shard_.first, rows}).inputs.to(device_);
+      if (cell_.channels_last) example = to_channels_last(example);
+      graphs_[rows] = capture_forward(*model_, example, cell_.precision);
+    }
+    synchronize_device(device_);
+    graph_capture_s_ = seconds_since(start);
+#else
+    throw InputError("cuda_graphs needs a build with CUDA; this one has none");
+#endif
+  }
+
+  CapturedForward* graph_for(int64_t rows) const {
+    const auto found = graphs_.find(rows);
+    return found == graphs_.end() ? nullptr : found->second.get();
+  }
+
+  /// (cell's output, reference output) per validation batch of this rank.
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> validation_outputs() {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(cell_.seed);
+    const auto reference = resolved_.info->build(resolved_.input_shape, resolved_.num_classes);
+    reference->to(device_);
+    copy_weights(*model_, *reference);
+    reference->eval();
+    const SampleRange shard = shard_range(cell_.validation_samples, rank_, world_);
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
+    for (int64_t first = shard.first; first < shard.first + shard.count;
+         first += cell_.batch_size) {
+      const int64_t rows = std::min(cell_.batch_size, shard.first + shard.count - first);
+      const HostBatch host = data_->make_batch({first, rows});
+      torch::Tensor output = forward_as_configured(host.inputs);
+      torch::Tensor expected;
+      {
+        const ReferenceMathScope fp32;
+        expected = reference->forward(host.inputs.to(device_));
+      }
+      out.emplace_back(std::move(output), std::move(expected));
+    }
+    return out;
+  }
+
+  /// The forward of the timed loop on a host batch of at most batch_size rows: the
+  /// captured graph (a smaller batch fills the first rows of the full batch's input; rows
+  /// are independent in eval mode) or eager with the cell's precision and layout.
+  torch::Tensor forward_as_configured(const torch::Tensor& inputs) {
+    const int64_t rows = inputs.size(0);
+    CapturedForward* graph = graph_for(rows);
+    if (graph == nullptr) graph = graph_for(cell_.batch_size);
+    if (graph != nullptr) {
+      graph->input().narrow(0, 0, rows).copy_(inputs);
+      return graph->replay().narrow(0, 0, rows).clone();
+    }
+    torch::Tensor batch = inputs.to(device_);
+    if (cell_.channels_last) batch = to_channels_last(batch);
+    const AutocastScope autocast(cell_.precision, device_);
+    return model_->forward(batch);
   }
 
   /// Outside every phase: sum over samples of weight(i) * sum |output_i| (device side).
@@ -139,14 +270,18 @@ class InferWorkload : public Workload {
 
   CellSpec cell_;
   torch::Device device_;
+  MPI_Comm group_;
   ResolvedModel resolved_;
-  int64_t rank_ = 0;
+  int rank_ = 0;
+  int world_ = 1;
   int64_t samples_ = 0;
   SampleRange shard_;
   int64_t batches_ = 0;
   std::shared_ptr<models::ZooModel> model_;
   std::unique_ptr<BatchSource> data_;
   torch::Tensor checksum_;
+  std::map<int64_t, std::unique_ptr<CapturedForward>> graphs_;  ///< by batch rows
+  double graph_capture_s_ = 0.0;
   double model_init_s_ = 0.0;
   double checkpoint_load_s_ = 0.0;
 };

@@ -37,7 +37,7 @@
 namespace scalebench {
 namespace {
 
-enum class JobKind { kAllreduceSum, kBroadcast };
+enum class JobKind { kAllreduceSum, kBroadcast, kAllreduceInto, kAllgather };
 
 /// Completion of one job; shared by the queue and the CollectiveWork.
 struct JobState {
@@ -73,6 +73,7 @@ struct Job {
   int64_t count = 0;  ///< elements of `datatype`
   int root = 0;
   std::shared_ptr<JobState> state;
+  torch::Tensor output;  ///< kAllreduceInto, kAllgather: the receive buffer (`buffer` sends)
 };
 
 /// MPI datatype for reducing `dtype`; 16-bit floats are reduced as a float32 copy.
@@ -104,11 +105,20 @@ void run_job(const Job& job, MPI_Comm comm) {
   int type_bytes = 0;
   MPI_CHECK(MPI_Type_size(job.datatype, &type_bytes));
   auto* data = static_cast<char*>(job.buffer.data_ptr());
+  if (job.kind == JobKind::kAllgather) {  // one call: the count was checked against INT_MAX
+    const int count = static_cast<int>(job.count);
+    MPI_CHECK(
+        MPI_Allgather(data, count, job.datatype, job.output.data_ptr(), count, job.datatype, comm));
+    return;
+  }
   for (int64_t done = 0; done < job.count;) {
     const int piece = static_cast<int>(std::min<int64_t>(job.count - done, INT_MAX));
     void* start = data + done * type_bytes;
     if (job.kind == JobKind::kAllreduceSum) {
       MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, start, piece, job.datatype, MPI_SUM, comm));
+    } else if (job.kind == JobKind::kAllreduceInto) {
+      void* target = static_cast<char*>(job.output.data_ptr()) + done * type_bytes;
+      MPI_CHECK(MPI_Allreduce(start, target, piece, job.datatype, MPI_SUM, comm));
     } else {
       MPI_CHECK(MPI_Bcast(start, piece, job.datatype, job.root, comm));
     }
@@ -195,7 +205,8 @@ class MpiBackend final : public CollectiveBackend {
     require_contiguous(tensor, "allreduce_sum");
     const MPI_Datatype datatype = reduce_datatype(tensor.scalar_type());
     torch::Tensor staged = host_buffer(tensor, /*for_reduce=*/true);
-    auto state = enqueue(Job{JobKind::kAllreduceSum, staged, datatype, staged.numel(), 0, nullptr});
+    auto state =
+        enqueue(Job{JobKind::kAllreduceSum, staged, datatype, staged.numel(), 0, nullptr, {}});
     std::function<void(JobState*)> run_pending;
     if (!threaded_) run_pending = [this](JobState* until) { run_deferred_until(until); };
     return std::make_unique<MpiWork>(std::move(state), std::move(run_pending), std::move(tensor),
@@ -211,15 +222,61 @@ class MpiBackend final : public CollectiveBackend {
     }
     torch::Tensor staged = host_buffer(tensor, /*for_reduce=*/false);
     const int64_t bytes = staged.numel() * static_cast<int64_t>(staged.element_size());
-    auto state = enqueue(Job{JobKind::kBroadcast, staged, MPI_BYTE, bytes, root, nullptr});
+    auto state = enqueue(Job{JobKind::kBroadcast, staged, MPI_BYTE, bytes, root, nullptr, {}});
     if (!threaded_) run_deferred_until(state.get());
     state->wait_and_rethrow();
     if (!staged.is_same(tensor)) tensor.copy_(staged);
   }
 
+  void allreduce_sum_into(const torch::Tensor& input, torch::Tensor output) override {
+    require_contiguous(input, "allreduce_sum_into");
+    require_contiguous(output, "allreduce_sum_into");
+    require_share(input, output, output.numel(), "allreduce_sum_into");
+    const MPI_Datatype datatype = reduce_datatype(input.scalar_type());
+    const torch::Tensor staged_input = host_buffer(input, /*for_reduce=*/true);
+    torch::Tensor staged_output = host_buffer(output, /*for_reduce=*/true);
+    run_blocking(Job{JobKind::kAllreduceInto, staged_input, datatype, staged_input.numel(), 0,
+                     nullptr, staged_output});
+    if (!staged_output.is_same(output)) output.copy_(staged_output);
+  }
+
+  void allgather(const torch::Tensor& input, torch::Tensor output) override {
+    require_contiguous(input, "allgather");
+    require_contiguous(output, "allgather");
+    require_share(input, output, output.numel() / size_, "allgather");
+    const torch::Tensor staged_input = host_buffer(input, /*for_reduce=*/false);
+    torch::Tensor staged_output = host_buffer(output, /*for_reduce=*/false);
+    const int64_t bytes = staged_input.numel() * static_cast<int64_t>(staged_input.element_size());
+    if (bytes > INT_MAX) {
+      throw CellError(FailurePhase::kCommunication,
+                      "MPI backend allgather: " + std::to_string(bytes) +
+                          " bytes per rank is above MPI's int count; use a smaller message");
+    }
+    run_blocking(
+        Job{JobKind::kAllgather, staged_input, MPI_BYTE, bytes, 0, nullptr, staged_output});
+    if (!staged_output.is_same(output)) output.copy_(staged_output);
+  }
+
   bool abort() override { return false; }
 
  private:
+  /// `input` holds `count` elements of `output`'s dtype (its share of `output`).
+  static void require_share(const torch::Tensor& input, const torch::Tensor& output, int64_t count,
+                            const char* what) {
+    if (input.scalar_type() != output.scalar_type() || input.numel() != count) {
+      throw CellError(FailurePhase::kCommunication,
+                      std::string("MPI backend ") + what +
+                          ": the input must have the output's dtype and its share of elements");
+    }
+  }
+
+  /// Queues `job` behind every earlier collective and waits for it.
+  void run_blocking(Job job) {
+    auto state = enqueue(std::move(job));
+    if (!threaded_) run_deferred_until(state.get());
+    state->wait_and_rethrow();
+  }
+
   static void require_contiguous(const torch::Tensor& tensor, const char* what) {
     if (!tensor.defined() || !tensor.is_contiguous()) {
       throw CellError(FailurePhase::kCommunication,
@@ -280,6 +337,7 @@ class MpiBackend final : public CollectiveBackend {
       failure = std::current_exception();
     }
     job.buffer = torch::Tensor();
+    job.output = torch::Tensor();
     job.state->finish(failure);
   }
 

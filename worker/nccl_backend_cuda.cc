@@ -200,6 +200,24 @@ class NcclBackend final : public CollectiveBackend {
     })->wait();
   }
 
+  void allreduce_sum_into(const torch::Tensor& input, torch::Tensor output) override {
+    require_like(input, output, output.numel(), "allreduce_sum_into");
+    launch(output, "allreduce_sum_into", [&](ncclComm_t comm, cudaStream_t stream) {
+      return ncclAllReduce(input.data_ptr(), output.data_ptr(), input.numel(),
+                           nccl_datatype(input.scalar_type()), ncclSum, comm, stream);
+    })->wait();
+    record_on_nccl_stream(input);
+  }
+
+  void allgather(const torch::Tensor& input, torch::Tensor output) override {
+    require_like(input, output, output.numel() / size_, "allgather");
+    launch(output, "allgather", [&](ncclComm_t comm, cudaStream_t stream) {
+      return ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(),
+                           nccl_datatype(input.scalar_type()), comm, stream);
+    })->wait();
+    record_on_nccl_stream(input);
+  }
+
   bool abort() override {
     std::lock_guard lock(mutex_);
     aborted_ = true;
@@ -238,6 +256,26 @@ class NcclBackend final : public CollectiveBackend {
     c10::cuda::CUDACachingAllocator::recordStream(
         tensor.storage().data_ptr(), c10::cuda::getStreamFromExternal(stream_->get(), device_));
     return std::make_unique<NcclWork>(*this, std::move(done), device_);
+  }
+
+  /// `input` must be a contiguous tensor on this device of `output`'s dtype with `count`
+  /// elements (the per-rank share of `output`).
+  void require_like(const torch::Tensor& input, const torch::Tensor& output, int64_t count,
+                    const char* what) const {
+    if (!input.defined() || !input.is_cuda() || input.get_device() != device_ ||
+        !input.is_contiguous() || !output.defined() ||
+        input.scalar_type() != output.scalar_type() || input.numel() != count) {
+      throw CellError(FailurePhase::kCommunication,
+                      std::string("NCCL backend ") + what +
+                          ": the input must be a contiguous tensor on cuda:" +
+                          std::to_string(device_) + " of the output's dtype and share");
+    }
+  }
+
+  /// The caching allocator must not reuse `tensor`'s memory before the NCCL stream is done.
+  void record_on_nccl_stream(const torch::Tensor& tensor) const {
+    c10::cuda::CUDACachingAllocator::recordStream(
+        tensor.storage().data_ptr(), c10::cuda::getStreamFromExternal(stream_->get(), device_));
   }
 
   /// Waits out ncclInProgress, releasing `lock` between polls so abort() can run.

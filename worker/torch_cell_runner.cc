@@ -16,21 +16,13 @@
 #include "common/mpi_check.h"
 #include "common/zoo_names.h"
 #include "worker/cpu_threads.h"
+#include "worker/device_selection.h"
 #include "worker/infer_workload.h"
 #include "worker/memory_stats.h"
 #include "worker/train_workload.h"
 #include "worker/workload.h"
 
 namespace scalebench {
-
-#ifdef SCALEBENCH_HAVE_CUDA
-/// Name of CUDA device `index` (worker/torch_cell_runner_cuda.cc).
-std::string cuda_device_name(int index);
-/// Makes `index` this thread's current CUDA device (worker/torch_cell_runner_cuda.cc).
-void set_current_cuda_device(int index);
-/// Compute capability (major, minor) of CUDA device `index`.
-std::pair<int, int> cuda_compute_capability(int index);
-#endif
 
 namespace {
 
@@ -46,34 +38,6 @@ int severity(CellStatus status) {
     default:
       return 3;
   }
-}
-
-torch::Device select_device(const CellSpec& cell, const WorkerContext& context) {
-  const bool have_gpu = torch::cuda::is_available();
-  if (cell.device == Device::kCuda && !have_gpu) {
-    throw CellError(FailurePhase::kDevice,
-                    "device cuda was requested but no CUDA GPU is visible to rank " +
-                        std::to_string(context.world_rank) + " on " + context.host +
-                        ": use device cpu or auto, or run on a GPU node");
-  }
-  if (cell.device == Device::kCpu || !have_gpu) return torch::kCPU;
-  // device_count() is a c10::DeviceIndex (int8_t): a number, not a character.
-  // NOLINTNEXTLINE(bugprone-signed-char-misuse)
-  const auto count = static_cast<int>(torch::cuda::device_count());
-  if (context.local_index >= count) {
-    throw CellError(FailurePhase::kDevice, "worker " + std::to_string(context.local_index) +
-                                               " on " + context.host + " has no GPU of its own (" +
-                                               std::to_string(count) +
-                                               " visible): start at most one worker rank per GPU");
-  }
-  return {torch::kCUDA, static_cast<c10::DeviceIndex>(context.local_index)};
-}
-
-std::string describe(const torch::Device& device) {
-#ifdef SCALEBENCH_HAVE_CUDA
-  if (device.is_cuda()) return cuda_device_name(device.index());
-#endif
-  return device.str();
 }
 
 // Note [Collective watchdog]
@@ -183,7 +147,7 @@ class TorchCellRunner : public CellRunner {
   std::string device_name(const WorkerContext& context) override {
     CellSpec probe;
     try {
-      return describe(select_device(probe, context));
+      return describe(select_device(probe.device, context));
     } catch (const CellError&) {
       return "cpu";
     }
@@ -206,7 +170,7 @@ class TorchCellRunner : public CellRunner {
     bool rss_reset = false;
     FailurePhase phase = FailurePhase::kDevice;
     try {
-      device = select_device(cell, context);
+      device = select_device(cell.device, context);
 #ifdef SCALEBENCH_HAVE_CUDA
       if (device.is_cuda()) set_current_cuda_device(device.index());
 #endif
@@ -258,7 +222,13 @@ class TorchCellRunner : public CellRunner {
                       std::to_string(kCollectiveGrace.count()) +
                       " s; the worker aborted its NCCL communicator (ncclCommAbort) and went on";
     }
-    agree(result, group, "in the timed loop");
+    if (!agree(result, group, "in the timed loop") || !cell.validate) return result;
+    try {  // Note [Accuracy validation]: after the peak memory was read, outside the timers
+      result.accuracy = workload->validate(result.metrics);
+    } catch (...) {
+      record_failure(result, FailurePhase::kValidation);
+    }
+    agree(result, group, "in the validation");
     return result;
   }
 

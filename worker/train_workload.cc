@@ -1,11 +1,14 @@
 #include "worker/train_workload.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <utility>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
+#include "worker/accuracy_sums.h"
 #include "worker/batch_source.h"
 #include "worker/collective_backend.h"
 #include "worker/gradient_reducer.h"
@@ -22,14 +25,32 @@ const std::vector<std::string>& train_phases() {
   return names;
 }
 
+/// ||p - p_ref|| / ||p_ref|| over every parameter of the two models (same architecture).
+double parameter_distance(torch::nn::Module& model, torch::nn::Module& reference) {
+  torch::NoGradGuard no_grad;
+  const auto params = model.parameters();
+  const auto expected = reference.parameters();
+  double diff_sq = 0.0;
+  double ref_sq = 0.0;
+  for (size_t i = 0; i < params.size() && i < expected.size(); ++i) {
+    const auto p = params[i].detach().to(torch::kDouble);
+    const auto r = expected[i].detach().to(torch::kDouble);
+    diff_sq += (p - r).pow(2).sum().item<double>();
+    ref_sq += r.pow(2).sum().item<double>();
+  }
+  return ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
+}
+
 class TrainWorkload : public Workload {
  public:
   TrainWorkload(const Assignment& assignment, const torch::Device& device, MPI_Comm group)
       : cell_(assignment.cell),
         device_(device),
         group_(group),
-        resolved_(resolve_model(assignment.cell, assignment.artifact)) {
+        resolved_(resolve_model(assignment.cell, assignment.artifact)),
+        keep_losses_(assignment.cell.validate) {
     const CellSpec& cell = assignment.cell;
+    if (cell.validate) assignment_ = assignment;  // the reference is built from it
     check_precision(cell.precision, device);
     MPI_CHECK(MPI_Comm_rank(group, &rank_));
     MPI_CHECK(MPI_Comm_size(group, &world_));
@@ -101,6 +122,47 @@ class TrainWorkload : public Workload {
       optimizer_->zero_grad(/*set_to_none=*/true);
     }
     last_loss_ = loss.detach();
+    if (keep_losses_) losses_.push_back(last_loss_);  // a handle: no copy, no sync
+  }
+
+  /// Note [Accuracy validation]: the same steps from the same initial weights and batches in
+  /// the reference settings, on the same group; per-step losses and final parameters.
+  AccuracyReport validate(std::map<std::string, double>& metrics) override {
+    const auto start = std::chrono::steady_clock::now();
+    Assignment reference_assignment = assignment_;
+    reference_assignment.cell = reference_cell(cell_);
+    const ReferenceMathScope fp32;
+    TrainWorkload reference(reference_assignment, device_, group_);
+    reference.keep_losses_ = true;
+    reference.connect();
+    LoopOptions options;  // no deadline: the cell's own loop already finished in time
+    options.device = device_;
+    options.group = group_;
+    run_timed_loop(reference, options);
+    const size_t steps = std::min(losses_.size(), reference.losses_.size());
+    if (steps == 0) throw CellError(FailurePhase::kValidation, "no training step to compare");
+    // MAX over the group of: loss deviation, parameter distance; SUM of the final losses.
+    std::array<double, 2> worst = {0.0, parameter_distance(*model_, *reference.model_)};
+    for (size_t step = 0; step < steps; ++step) {
+      const double loss = losses_[step].item<double>();
+      const double expected = reference.losses_[step].item<double>();
+      const double deviation = std::abs(loss - expected) / std::max(std::abs(expected), 1e-30);
+      worst[0] = std::max(worst[0], deviation);
+    }
+    std::array<double, 2> final_losses = {losses_[steps - 1].item<double>(),
+                                          reference.losses_[steps - 1].item<double>()};
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, worst.data(), 2, MPI_DOUBLE, MPI_MAX, group_));
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, final_losses.data(), 2, MPI_DOUBLE, MPI_SUM, group_));
+    TrainingComparison comparison;
+    comparison.steps = static_cast<int64_t>(steps);
+    comparison.samples_per_step = static_cast<double>(cell_.batch_size) * world_;
+    comparison.max_loss_rel_deviation = worst[0];
+    comparison.param_rel_distance = worst[1];
+    comparison.final_loss = final_losses[0] / world_;
+    comparison.reference_final_loss = final_losses[1] / world_;
+    metrics["validation_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return finish_training(comparison, cell_.tolerance);
   }
 
   bool abort_collectives() override {
@@ -137,6 +199,10 @@ class TrainWorkload : public Workload {
   std::unique_ptr<GradientReducer> reducer_;
   torch::Tensor last_loss_;
   double model_init_s_ = 0.0;
+  // Note [Accuracy validation]
+  bool keep_losses_ = false;           ///< keep every step's loss (validate, and the reference)
+  std::vector<torch::Tensor> losses_;  ///< per step run, warm-up included (device tensors)
+  Assignment assignment_;              ///< validate only: what the reference is built from
 };
 
 }  // namespace

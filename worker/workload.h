@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "common/accuracy.h"
 #include "common/cell_spec.h"
+#include "common/error.h"
 #include "worker/model_zoo.h"
 #include "worker/phase_timer.h"
 
@@ -46,6 +48,14 @@ class Workload {
   /// aborts the cell's collectives so that a rank blocked in one returns with an error.
   /// False when there are none or they cannot be cancelled (MPI).
   virtual bool abort_collectives() { return false; }
+  /// Note [Accuracy validation] (common/accuracy.h): compares the cell with its fp32
+  /// reference, after the loop and outside every timer; collective over the group (every
+  /// rank calls it, and gets the same report). `validation_s` goes into `metrics`. Throws
+  /// CellError(kValidation) when the comparison cannot be made.
+  virtual AccuracyReport validate(std::map<std::string, double>& metrics) {
+    (void)metrics;
+    throw CellError(FailurePhase::kValidation, "this workload has no accuracy validation");
+  }
 };
 
 struct LoopOptions {

@@ -8,6 +8,11 @@ is the setting's default: absent from the spec (a switch added later is stored o
 not its default), ``False`` for a switch, ``fp32`` for the precision, else the smallest
 value. The *baseline cell* has every axis at its baseline value. Times are the cell
 summary's median (step time for training, batch latency for inference).
+
+Every row carries the cell's accuracy verdict (accuracy.py: passed, FAIL (<first failed
+check>), not checked). The recommendation is the fastest cell that is trusted and whose
+accuracy did not fail (a failed or unreadable verdict rules a cell out); a faster cell
+ruled out by its accuracy is named in the recommendation as not recommended.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import math
 
 import pandas as pd
 
+from . import accuracy
 from .loader import _NAMED_FIELDS, _flatten_spec
 
 CONTEXT = ("branch", "experiment", "mode", "batch_size", "world_size")
@@ -61,10 +67,17 @@ def _describe(key: str, value) -> str:
 
 
 def _accuracy(row) -> str:
-    verdict = row.get("accuracy_verdict") if hasattr(row, "get") else None
-    if verdict is None or (isinstance(verdict, float) and math.isnan(verdict)):
-        return "not checked"
-    return str(verdict)
+    """The accuracy column: passed, FAIL (<first failed check>), not checked, unreadable."""
+    return accuracy.text(row) if hasattr(row, "get") else accuracy.NOT_CHECKED
+
+
+def _accuracy_words(row) -> str:
+    """How a recommendation words a cell's accuracy."""
+    verdict = accuracy.verdict(row)
+    if verdict == "failed":
+        checks = accuracy.failed_checks(row)
+        return "ACCURACY FAILED" + (f": {checks[0]}" if checks else "")
+    return {"passed": "accuracy kept"}.get(verdict, f"accuracy {verdict}")
 
 
 class _Context:
@@ -180,6 +193,30 @@ def ablation_tables(cells: pd.DataFrame, trust: pd.DataFrame | None = None) -> d
     }
 
 
+def _changes(context: _Context, cell) -> list[str]:
+    """The axes of `cell` that are not at their baseline value, described."""
+    values = context.values[context.cells.index.get_loc(cell.name)]
+    return [
+        _describe(k, values[k])
+        for k in context.axes
+        if not _is_baseline(values[k], context.baseline[k])
+    ]
+
+
+def _not_recommended(context: _Context, base, rejected: pd.DataFrame, faster_than) -> str:
+    """ "; not recommended: <changes> (<speedup>x faster, ACCURACY FAILED: <check>)" for the
+    fastest cell ruled out by its accuracy that beats `faster_than` seconds, else ""."""
+    rejected = rejected[rejected["median_s"] < faster_than]
+    if rejected.empty:
+        return ""
+    cell = rejected.loc[rejected["median_s"].idxmin()]
+    speedup = base["median_s"] / cell["median_s"]
+    return (
+        f"; not recommended: {' + '.join(_changes(context, cell)) or 'baseline'} "
+        f"({speedup:.2f}x faster, {_accuracy_words(cell)})"
+    )
+
+
 def _recommend(context: _Context, base) -> dict:
     cells = context.cells
     mask = cells["trusted"].fillna(True).astype(bool) if "trusted" in cells else None
@@ -188,15 +225,21 @@ def _recommend(context: _Context, base) -> dict:
     if trusted.empty:
         row["recommendation"] = "no trusted cell: rerun with more iterations"
         return row
-    fastest = trusted.loc[trusted["median_s"].idxmin()]
-    index = context.cells.index.get_loc(fastest.name)
-    changes = [
-        _describe(k, context.values[index][k])
-        for k in context.axes
-        if not _is_baseline(context.values[index][k], context.baseline[k])
-    ]
+    ruled_out = [accuracy.verdict(cell) in accuracy.REJECTED for _, cell in trusted.iterrows()]
+    rejected = trusted[ruled_out]
+    eligible = trusted[[not r for r in ruled_out]]
+    if eligible.empty:
+        row["recommendation"] = "no trusted cell kept its accuracy" + _not_recommended(
+            context, base, rejected, math.inf
+        )
+        return row
+    fastest = eligible.loc[eligible["median_s"].idxmin()]
+    note = _not_recommended(context, base, rejected, fastest["median_s"])
+    changes = _changes(context, fastest)
     if not changes:
-        row["recommendation"] = "keep the baseline: no change made it faster"
+        row["recommendation"] = "keep the baseline: no change made it faster" + (
+            " with accuracy kept" + note if note else ""
+        )
         row["speedup"] = 1.0
         return row
     speedup = base["median_s"] / fastest["median_s"]
@@ -207,12 +250,9 @@ def _recommend(context: _Context, base) -> dict:
         memory_text = f"{memory / 2**30:.1f} GiB less memory"
     else:
         memory_text = f"{-memory / 2**30:.1f} GiB more memory"
-    accuracy = _accuracy(fastest)
-    accuracy_text = {"passed": "accuracy kept", "failed": "ACCURACY FAILED"}.get(
-        accuracy, f"accuracy {accuracy}"
-    )
     row["recommendation"] = (
-        f"{' + '.join(changes)}: {speedup:.2f}x faster, {memory_text}, {accuracy_text}"
+        f"{' + '.join(changes)}: {speedup:.2f}x faster, {memory_text}, "
+        f"{_accuracy_words(fastest)}{note}"
     )
     row["speedup"] = speedup
     row["cell_id"] = fastest["cell_id"]

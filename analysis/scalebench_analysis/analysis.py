@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import ablation, batch, compare, quality, scaling
+from . import ablation, accuracy, batch, compare, quality, scaling
 from .loader import Results, load
 
 
@@ -24,7 +24,8 @@ class AnalysisOptions:
 @dataclass
 class Analysis:
     """Every table of one results file. `sections` is ordered: overview, cells, scaling,
-    batch, stragglers, then speedup / regressions when a baseline was given."""
+    batch, stragglers, accuracy (only when a cell has an accuracy group), then the ablation
+    tables and speedup / regressions when asked for."""
 
     results: Results
     options: AnalysisOptions
@@ -65,7 +66,8 @@ def overview_table(results: Results) -> pd.DataFrame:
 
 
 def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: status, throughput, latency, noise and trust, comm share."""
+    """One row per cell: status, throughput, latency, noise and trust, accuracy (see
+    accuracy.text), comm share."""
     cells = results.cells.drop(columns=["count", "cv"], errors="ignore")
     cells = cells.merge(trust, on="cell_id", how="left")
     if "comm_share" in scale:
@@ -83,6 +85,7 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
     cells["median_ms"] = cells.median_s * 1e3
     cells["p99_ms"] = cells.p99_s * 1e3
     cells["peak_memory_mib"] = cells.peak_memory_bytes / 2**20
+    cells["accuracy"] = accuracy.column(cells)
     columns = [
         "label",
         "cell_id",
@@ -102,6 +105,7 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
         "drift",
         "trusted",
         "untrusted_because",
+        "accuracy",
         "comm_share",
         "peak_memory_mib",
         "reason",
@@ -122,6 +126,9 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     out.sections["scaling"] = scale
     out.sections["batch"] = batch.batch_table(points, options.slo_p99_ms)
     out.sections["stragglers"] = quality.straggler_table(results, options.quality)
+    checked = accuracy.accuracy_table(results.cells)
+    if len(checked):
+        out.sections["accuracy"] = checked
     if options.ablation:
         out.sections.update(ablation.ablation_tables(results.cells, trust))
     if options.baseline is not None:

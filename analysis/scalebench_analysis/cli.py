@@ -1,7 +1,8 @@
 """Command line: analyze, compare, report (also reached as `scalebench analyze|compare|report`).
 
 Exit statuses follow scalebench's (docs/user-guide.md#exit-status): 0 ok, 1 the regression
-gate failed (compare), 2 bad input (missing file, not a scalebench file, layout version
+gate failed (compare) or a probe file holds a failed check (analyze / report of a
+`scalebench probe -o` file), 2 bad input (missing file, not a scalebench file, layout version
 mismatch, bad option).
 """
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, quality
+from . import compare, probe, quality
 from .analysis import Analysis, AnalysisOptions, analyze
 from .errors import AnalysisError, UsageError
 from .loader import load
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+#: A probe file with a WRONG check: the same status as a failed regression gate.
+EXIT_PROBE_WRONG = EXIT_REGRESSION
 FORMATS = ("table", "csv", "json", "markdown")
 
 
@@ -148,8 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scalebench-analysis", description="Analyse scalebench results files."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("analyze", help="tables of one results file")
-    a.add_argument("results", help="results .h5 file")
+    a = sub.add_parser("analyze", help="tables of one results file (or a probe file)")
+    a.add_argument("results", help="results .h5 file, or a `scalebench probe -o` file")
     a.add_argument(
         "--ablation",
         action="store_true",
@@ -165,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output(c)
     _add_gate(c)
     r = sub.add_parser("report", help="self-contained HTML report with plots")
-    r.add_argument("results", help="results .h5 file")
+    r.add_argument("results", help="results .h5 file, or a `scalebench probe -o` file")
     r.add_argument("-o", "--output", required=True, metavar="REPORT.html")
     r.add_argument("--title", default=None, help="page title")
     _add_baselines(r)
@@ -218,7 +221,8 @@ def _write(text: str, path: str | None) -> None:
 
 
 def _warn_damaged(command: str, *loaded) -> None:
-    """One line on stderr per damaged cell of each loaded file (left out of the analysis)."""
+    """One line on stderr per damaged cell of each loaded file (left out of the analysis),
+    and one per cell kept with an unreadable part (its accuracy shows as unreadable)."""
     for results in loaded:
         if results is None:
             continue
@@ -228,11 +232,52 @@ def _warn_damaged(command: str, *loaded) -> None:
                 f"out: {problem}",
                 file=sys.stderr,
             )
+        for cell_id, problem in sorted(results.problems.items()):
+            print(
+                f"scalebench {command}: warning: {results.path}: cell {cell_id}: {problem} "
+                f"(its accuracy is shown as unreadable)",
+                file=sys.stderr,
+            )
+
+
+#: Options of analyze / report that need a results file; refused for a probe file.
+_RESULTS_ONLY = {
+    "ablation": "--ablation",
+    "baseline_branch": "--baseline-branch",
+    "baseline": "--baseline",
+    "baseline_file": "--baseline-file",
+    "slo_p99_ms": "--slo-p99-ms",
+}
+
+
+def _refuse_results_options(args) -> None:
+    given = [flag for name, flag in _RESULTS_ONLY.items() if getattr(args, name, None)]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)}: only for results files, and {args.results} is a probe file"
+        )
+
+
+def _probe_status(loaded: probe.Probe) -> int:
+    return EXIT_PROBE_WRONG if probe.failed_checks(loaded) else EXIT_OK
+
+
+def run_analyze_probe(args) -> int:
+    """analyze of a probe file: the tables per operation and the summary (exit 1 when a
+    check failed; the check line also goes to stderr when the output is a file, CSV or JSON)."""
+    _refuse_results_options(args)
+    loaded = probe.load_probe(args.results)
+    _write(probe.render_probe(loaded, args.format, args.table), args.output)
+    if args.output or args.format in ("csv", "json"):
+        print(probe.check_line(loaded), file=sys.stderr)
+    return _probe_status(loaded)
 
 
 def run_analyze(args) -> int:
     from .render import render
 
+    if probe.is_probe_file(args.results):
+        return run_analyze_probe(args)
     analysis = analyze(args.results, _options(args))
     _warn_damaged("analyze", analysis.results, analysis.baseline)
     _write(render(analysis, args.format, args.table or "cells"), args.output)
@@ -260,6 +305,13 @@ def run_compare(args) -> int:
 def run_report(args) -> int:
     from .report import write_report
 
+    if probe.is_probe_file(args.results):
+        _refuse_results_options(args)
+        loaded = probe.load_probe(args.results)
+        _write(probe.probe_html(loaded, args.title), args.output)
+        print(f"wrote {args.output}", file=sys.stderr)
+        print(probe.check_line(loaded), file=sys.stderr)
+        return _probe_status(loaded)
     analysis = analyze(args.results, _options(args))
     _warn_damaged("report", analysis.results, analysis.baseline)
     write_report(analysis, args.output, title=args.title)

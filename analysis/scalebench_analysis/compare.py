@@ -15,6 +15,11 @@ Definitions (docs/analysis-guide.md#comparisons):
   p < alpha and the interval excludes 1. Regression: significant and ratio - 1 >
   threshold; improvement: significant and 1 - ratio > threshold. A cell ok in base and
   failed / oom / timeout in new is a regression too ("broke").
+* accuracy (accuracy.py): every table shows the cell's accuracy verdict (`accuracy`:
+  passed / FAIL (<first failed check>) / not checked). Between two files, a matched pair
+  whose verdict changed gets `accuracy_change` (`passed -> failed`, `failed -> passed`,
+  ...) and a flagged line under the table; `passed -> failed` fails the gate like a cell
+  that broke, whatever its timing verdict.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import accuracy
 from .errors import UsageError
 from .loader import Results, config_key
 from .quality import iteration_samples
@@ -119,6 +125,7 @@ _SPEEDUP_COLUMNS = [
     "speedup",
     "time_ratio",
     "trusted",
+    "accuracy",
 ]
 
 
@@ -137,6 +144,7 @@ def _speedup_row(cell, base, field: str, trusted: dict) -> dict:
             trusted.get(cell.cell_id, False)
             and trusted.get(base.name if field else base.cell_id, False)
         ),
+        "accuracy": accuracy.text(cell),
     }
 
 
@@ -257,9 +265,30 @@ def _status_verdict(base_status, new_status) -> str:
     return f"not compared ({base_status} -> {new_status})"
 
 
+#: The accuracy change that fails the gate.
+ACCURACY_LOST = "passed -> failed"
+
+
+def _accuracy_columns(base_cell, new_cell) -> dict:
+    """`accuracy`: the new cell's accuracy (the base cell's when only in base), prefixed
+    with the base verdict when it changed; `accuracy_change`: "" or "<base> -> <new>"."""
+    if base_cell is None or new_cell is None:
+        return {
+            "accuracy": accuracy.text(new_cell if new_cell is not None else base_cell),
+            "accuracy_change": "",
+        }
+    changed = accuracy.change(base_cell, new_cell)
+    shown = accuracy.text(new_cell)
+    return {
+        "accuracy": f"{accuracy.verdict(base_cell)} -> {shown}" if changed else shown,
+        "accuracy_change": changed,
+    }
+
+
 def regression_table(base: Results, new: Results, options: GateOptions) -> pd.DataFrame:
-    """One row per cell of either file: the test results and a verdict. Gate: any verdict
-    "regression" or "broke" (see `gate_failed`)."""
+    """One row per cell of either file: the test results, a verdict and the accuracy (see
+    `_accuracy_columns`). Gate: any verdict "regression" or "broke", or an accuracy change
+    "passed -> failed" (see `gate_failed`)."""
     b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
     rows, tested = [], []
     for base_id, new_id, matched_by in match_cells(base, new):
@@ -273,6 +302,7 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
             "matched_by": matched_by,
             "base_status": base_cell.status if base_cell is not None else "",
             "new_status": new_cell.status if new_cell is not None else "",
+            **_accuracy_columns(base_cell, new_cell),
         }
         base_s = new_s = np.empty(0)
         if base_cell is not None and new_cell is not None:
@@ -295,6 +325,7 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
     columns = [
         "label",
         "verdict",
+        "accuracy",
         "ratio",
         "change",
         "ci_low",
@@ -307,6 +338,7 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
         "median_new_s",
         "base_status",
         "new_status",
+        "accuracy_change",
         "matched_by",
         "base_cell_id",
         "new_cell_id",
@@ -314,18 +346,39 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
     return pd.DataFrame(rows).reindex(columns=columns)
 
 
+def accuracy_lost(table: pd.DataFrame) -> pd.Series:
+    """Per row of a regression table: the accuracy verdict went from passed to failed."""
+    if "accuracy_change" not in table:
+        return pd.Series(False, index=table.index)
+    return table["accuracy_change"] == ACCURACY_LOST
+
+
+def accuracy_notes(table: pd.DataFrame) -> list[str]:
+    """One flagged line per cell whose accuracy verdict changed: ``accuracy: passed ->
+    failed: <label>: <the new cell's accuracy>``."""
+    if "accuracy_change" not in table:
+        return []
+    return [
+        f"accuracy: {r.accuracy_change}: {r.label}: {r.accuracy.split(' -> ', 1)[-1]}"
+        for r in table.itertuples()
+        if isinstance(r.accuracy_change, str) and r.accuracy_change
+    ]
+
+
 def gate_failed(table: pd.DataFrame) -> bool:
-    """True when any cell regressed significantly beyond the threshold or broke."""
-    return bool(table.verdict.isin(["regression", "broke"]).any())
+    """True when any cell regressed significantly beyond the threshold, broke, or lost its
+    accuracy (passed -> failed)."""
+    return bool(table.verdict.isin(["regression", "broke"]).any() or accuracy_lost(table).any())
 
 
 def gate_summary(table: pd.DataFrame, options: GateOptions) -> str:
     """One line: OK or REGRESSION and the count of each verdict."""
     counts = table.verdict.value_counts()
     failed = gate_failed(table)
-    parts = [
-        f"{counts.get(v, 0)} {v}"
-        for v in ("regression", "broke", "improvement", "within threshold", "not significant")
+    parts = [f"{counts.get(v, 0)} {v}" for v in ("regression", "broke")]
+    parts.append(f"{int(accuracy_lost(table).sum())} accuracy {ACCURACY_LOST}")
+    parts += [
+        f"{counts.get(v, 0)} {v}" for v in ("improvement", "within threshold", "not significant")
     ]
     return (
         ("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "

@@ -11,3 +11,8 @@ class ResultsFileError(AnalysisError):
 
 class UsageError(AnalysisError):
     """Bad command-line input (unknown baseline branch, malformed threshold, ...)."""
+
+
+class ProbeFileError(ResultsFileError):
+    """A probe file (`scalebench probe -o`) of another major version, or one whose /probe
+    group lacks or damages a dataset."""

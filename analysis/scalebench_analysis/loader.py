@@ -10,6 +10,12 @@
   ``config`` (the spec without batch size and world size, as canonical JSON) and
   ``setting`` (a short label of the spec fields that vary across the file besides branch,
   experiment, mode, precision, batch and world size).
+  Cells with an ``accuracy`` subgroup (layout 1.3, accuracy validation) add
+  ``accuracy_verdict`` (``passed`` / ``failed``), ``accuracy_failed_checks`` (list of
+  str), ``accuracy_kind``, ``accuracy_reference`` and ``accuracy_<name>`` for every number
+  of the group (``accuracy_mae_rel``, ``accuracy_psnr_db``, ...); NaN in cells without
+  one, and no such column at all in a file without any (layout 1.0 - 1.2). A group that
+  cannot be read gives ``accuracy_problem`` instead (see ``problems``).
 * ``timings``: long table, one row per (cell_id, rank, iteration, phase) with ``time_s``
   and ``warmup`` (True for the first ``warmup_iterations`` iterations). NaN padding rows
   (past a rank's own iteration count) are dropped.
@@ -20,6 +26,9 @@
   attribute or dataset, a spec that is not JSON, an unknown status, timings whose shape
   does not match their phases, ...). The other cells are read as usual; the CLI prints one
   warning line per damaged cell.
+* ``problems``: cell id -> one line about a part of a cell that could not be read while
+  the cell itself was kept (a damaged ``accuracy`` group: its accuracy shows as
+  ``unreadable``). The CLI prints one warning line per entry.
 """
 
 from __future__ import annotations
@@ -86,6 +95,7 @@ class Results:
     rank_metrics: pd.DataFrame
     raw: dict = field(default_factory=dict)
     damaged: dict = field(default_factory=dict)
+    problems: dict = field(default_factory=dict)
 
     def cell(self, cell_id: str) -> pd.Series:
         """The row of `cells` for `cell_id` (KeyError when absent)."""
@@ -168,6 +178,11 @@ def _read_meta(f: h5py.File, path: str) -> tuple[str, dict]:
     except (OSError, KeyError, ValueError, TypeError) as error:
         raise ResultsFileError(f"{path}: damaged root attributes: {_one_line(error)}") from None
     if version is None:
+        if "scalebench_probe_version" in names:
+            raise ResultsFileError(
+                f"{path}: a scalebench probe file, not a results file "
+                f"(`scalebench analyze {path}` prints it)"
+            )
         raise ResultsFileError(
             f"{path}: not a scalebench results file (no root attribute {VERSION_ATTRIBUTE})"
         )
@@ -236,6 +251,77 @@ def _check_cell(row: dict, spec_text) -> None:
             raise ValueError(f"attribute {name!r} is not an integer: {value!r}")
 
 
+#: Text attributes of the `accuracy` subgroup (layout 1.3); `failed_checks` is a JSON list.
+_ACCURACY_TEXT_ATTRS = ("verdict", "failed_checks", "kind", "reference")
+#: Numeric attributes of the `accuracy` subgroup named by schemas/results-layout.md (any
+#: other number a later minor version adds is read as well).
+ACCURACY_NUMBERS = (
+    "tolerance",
+    "validation_samples",
+    "elements",
+    "mae",
+    "mse",
+    "rmse",
+    "max_abs_error",
+    "mean_rel_error",
+    "max_rel_error",
+    "reference_range",
+    "mae_rel",
+    "psnr_db",
+    "cosine_similarity",
+    "ssim",
+    "steps",
+    "max_loss_rel_deviation",
+    "final_loss",
+    "reference_final_loss",
+    "param_rel_distance",
+)
+ACCURACY_VERDICTS = ("passed", "failed")
+
+
+def _read_accuracy(accuracy) -> dict:
+    """The attributes of an `accuracy` subgroup as `accuracy_<name>` columns; ValueError
+    naming what is wrong when the group does not follow the layout."""
+    if not isinstance(accuracy, h5py.Group):
+        raise ValueError("'accuracy' is not a group")
+    columns = {}
+    for name, value in accuracy.attrs.items():
+        value = _decode(value)
+        if name in _ACCURACY_TEXT_ATTRS:
+            if not isinstance(value, str):
+                raise ValueError(f"attribute {name!r} is not a string")
+        elif name in ACCURACY_NUMBERS or not isinstance(value, str):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"attribute {name!r} is not a number: {value!r}")
+        columns[f"accuracy_{name}"] = value
+    verdict = columns.get("accuracy_verdict")
+    if verdict is None:
+        raise ValueError("no attribute 'verdict'")
+    if verdict not in ACCURACY_VERDICTS:
+        raise ValueError(f"verdict {verdict!r} is not one of {', '.join(ACCURACY_VERDICTS)}")
+    text = columns.get("accuracy_failed_checks", "")
+    try:
+        checks = json.loads(text) if text else []
+    except json.JSONDecodeError:
+        raise ValueError("attribute 'failed_checks' is not valid JSON") from None
+    if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
+        raise ValueError("attribute 'failed_checks' is not a JSON list of strings")
+    columns["accuracy_failed_checks"] = checks
+    return columns
+
+
+def _accuracy_columns(group: h5py.Group) -> dict:
+    """The cell's `accuracy` subgroup as columns ({} without one, as in files before layout
+    1.3). A group that cannot be read gives only `accuracy_problem`: one line saying why;
+    the cell itself is kept (load() lists it in `problems`)."""
+    try:
+        if "accuracy" not in group:
+            return {}
+        return _read_accuracy(group["accuracy"])
+    except (OSError, KeyError, ValueError, TypeError, AttributeError) as error:
+        return {"accuracy_problem": _one_line(error)}
+
+
 def _cell_row(cell_id: str, group: h5py.Group) -> dict:
     attrs = group.attrs
     row = {"cell_id": cell_id}
@@ -248,6 +334,7 @@ def _cell_row(cell_id: str, group: h5py.Group) -> dict:
     if "summary" in group:
         row.update(LAYOUT_1_0_THRESHOLDS)
         row.update({name: _decode(value) for name, value in group["summary"].attrs.items()})
+    row.update(_accuracy_columns(group))
     return row
 
 
@@ -389,11 +476,12 @@ def _read_cell(cell_id: str, group: h5py.Group):
 def load(path: str | os.PathLike) -> Results:
     """Reads a scalebench results file. Raises ResultsFileError (file missing, not a
     scalebench file, layout major version mismatch, no readable /cells). A damaged cell is
-    left out and listed in `damaged` with the reason."""
+    left out and listed in `damaged` with the reason; a cell whose `accuracy` group alone
+    is damaged is kept and listed in `problems`."""
     path = os.fspath(path)
     with _open(path) as f:
         version, meta = _read_meta(f, path)
-        rows, timing_frames, rank_rows, raw, damaged = [], [], [], {}, {}
+        rows, timing_frames, rank_rows, raw, damaged, problems = [], [], [], {}, {}, {}
         try:
             cells_group = f.get("cells")
             cell_ids = list(cells_group.keys()) if cells_group is not None else []
@@ -411,6 +499,8 @@ def load(path: str | os.PathLike) -> Results:
                 damaged[cell_id] = _one_line(error)
                 continue
             rows.append(row)
+            if "accuracy_problem" in row:
+                problems[cell_id] = f"accuracy group unreadable: {row['accuracy_problem']}"
             if frame is not None:
                 timing_frames.append(frame)
                 raw[cell_id] = raw_timings
@@ -429,4 +519,5 @@ def load(path: str | os.PathLike) -> Results:
         rank_metrics=pd.DataFrame(rank_rows),
         raw=raw,
         damaged=damaged,
+        problems=problems,
     )

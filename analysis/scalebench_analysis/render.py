@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from . import compare
 from .analysis import Analysis
 
 TITLES = {
@@ -16,12 +17,14 @@ TITLES = {
     "scaling": "Scaling (weak: fixed per-rank batch; strong: fixed global batch; 1.0 = ideal)",
     "batch": "Batch size",
     "stragglers": "Straggler ranks",
+    "accuracy": "Accuracy: each validated cell against its fp32 reference (the file's verdict)",
     "speedup": "Speedup against the baseline",
     "speedup_vs_file": "Speedup against the baseline file",
     "regressions": "Regression gate (ratio = median time new / base; > 1 is slower)",
     "ablation": "Ablation: each change alone against the baseline cell (median, speedup)",
     "cumulative": "Cumulative: the changes added one at a time, best first",
-    "recommendations": "Recommendations: the fastest trusted configuration per context",
+    "recommendations": "Recommendations: the fastest trusted configuration per context whose "
+    "accuracy did not fail",
 }
 #: Columns that only machines need; left out of console and Markdown tables.
 _HIDDEN = {
@@ -44,15 +47,26 @@ _HIDDEN = {
     "median_new_s",
     "host",
     "others_median_busy_s",
+    "accuracy_change",
 }
 # these tables have no label column
-_KEEP_IDENTITY = {"scaling", "batch", "ablation", "cumulative", "recommendations"}
+_KEEP_IDENTITY = {"scaling", "batch", "ablation", "cumulative", "recommendations", "accuracy"}
 #: Numeric columns of the ablation tables shown in the `median` text instead.
 _ABLATION_NUMBERS = {"median_ms", "speedup", "axis", "step"}
 _RATIO = ("efficiency", "speedup", "ratio", "ci_low", "ci_high")
 _PERCENT = ("cv", "comm_share")
 _SIGNED_PERCENT = ("drift", "change", "excess")
 _INTEGER = ("batch", "world", "count", "n_base", "n_new", "rank", "untrusted_ok_cells")
+#: Figures of the accuracy table: small relative errors, similarities close to 1, decibels.
+_ACCURACY_FORMATS = {
+    "mae_rel": "{:.3g}",
+    "max_loss_rel_deviation": "{:.3g}",
+    "param_rel_distance": "{:.3g}",
+    "tolerance": "{:.3g}",
+    "cosine_similarity": "{:.6f}",
+    "ssim": "{:.6f}",
+    "psnr_db": "{:.1f}",
+}
 
 
 def _format_value(column: str, value) -> str:
@@ -62,6 +76,8 @@ def _format_value(column: str, value) -> str:
         return "yes" if value else "no"
     if not isinstance(value, (int, float, np.integer, np.floating)):
         return str(value)
+    if column in _ACCURACY_FORMATS:
+        return _ACCURACY_FORMATS[column].format(value)
     if column.endswith(_RATIO):
         return f"{value:.3f}"
     if column in _PERCENT:
@@ -111,7 +127,24 @@ def _notes(analysis: Analysis) -> list[str]:
         for r in cells.itertuples()
         if r.status not in ("ok",) and isinstance(r.reason, str) and r.reason
     ]
+    checked = analysis.sections.get("accuracy")
+    if checked is not None:
+        lines += [
+            f"accuracy {r.verdict}: {r.label}: {r.failed_checks}"
+            for r in checked.itertuples()
+            if r.verdict != "passed"
+        ]
     return lines
+
+
+def section_notes(analysis: Analysis, name: str, frame: pd.DataFrame) -> list[str]:
+    """The lines printed under a table: why cells are untrusted, failed or failed their
+    accuracy (cells); accuracy verdicts that changed between the files (regressions)."""
+    if name == "cells":
+        return _notes(analysis)
+    if name == "regressions":
+        return compare.accuracy_notes(frame)
+    return []
 
 
 def _empty_text(name: str) -> str:
@@ -127,8 +160,7 @@ def to_console(analysis: Analysis) -> str:
             parts.append("\n".join(f"{f:>15}  {v}" for f, v in zip(frame.field, frame.value)))
         else:
             parts.append(shown.to_string(index=False) if len(shown) else _empty_text(name))
-        if name == "cells":
-            parts.extend(f"  * {line}" for line in _notes(analysis))
+        parts.extend(f"  * {line}" for line in section_notes(analysis, name, frame))
         parts.append("")
     return "\n".join(parts)
 
@@ -151,8 +183,9 @@ def to_markdown(analysis: Analysis) -> str:
         parts += [f"## {TITLES.get(name, name)}", ""]
         shown = display_frame(name, frame)
         parts.append(markdown_table(shown) if len(shown) else _empty_text(name))
-        if name == "cells":
-            parts += [""] + [f"* {line}" for line in _notes(analysis)]
+        notes = section_notes(analysis, name, frame)
+        if notes or name == "cells":
+            parts += [""] + [f"* {line}" for line in notes]
         parts.append("")
     return "\n".join(parts)
 

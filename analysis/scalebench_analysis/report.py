@@ -28,7 +28,7 @@ _TEMPLATE = """<!DOCTYPE html>
  table { border-collapse: collapse; font-size: 11px; margin: 8px 0; }
  th, td { border: 1px solid #e2e2e2; padding: 2px 6px; text-align: right; }
  th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
- tr.regression td, tr.broke td { background: #fde7e7; }
+ tr.regression td, tr.broke td, tr.accuracy-failed td { background: #fde7e7; }
  tr.improvement td { background: #e6f4ea; }
  tr.untrusted td { color: #888; font-style: italic; }
  img { max-width: 100%; border: 1px solid #eee; } .caption { font-size: 12px; color: #555; }
@@ -76,10 +76,19 @@ CAPTIONS = {
 
 def _row_classes(name: str, frame) -> list[str]:
     if name == "regressions":
-        return [str(v) for v in frame.verdict]
+        lost = compare.accuracy_lost(frame)
+        return [f"{v} accuracy-failed" if x else str(v) for v, x in zip(frame.verdict, lost)]
+    if name == "accuracy":
+        return ["" if v == "passed" else "accuracy-failed" for v in frame.verdict]
+    classes = [""] * len(frame)
     if "trusted" in frame:
-        return ["" if t is True or t == 1 else "untrusted" for t in frame.trusted]
-    return [""] * len(frame)
+        classes = ["" if t is True or t == 1 else "untrusted" for t in frame.trusted]
+    if "accuracy" in frame:
+        classes = [
+            f"{c} accuracy-failed".strip() if str(a).startswith("FAIL") else c
+            for c, a in zip(classes, frame.accuracy)
+        ]
+    return classes
 
 
 def html_table(name: str, frame) -> str:
@@ -111,15 +120,19 @@ def _cards(analysis: Analysis) -> list[dict]:
         {"name": "untrusted", "value": untrusted, "kind": "bad" if untrusted else ""},
         {"name": "straggler ranks", "value": stragglers, "kind": "bad" if stragglers else ""},
     ]
+    checked = analysis.sections.get("accuracy")
+    if checked is not None:
+        n = int((checked.verdict != "passed").sum())
+        cards.append({"name": "accuracy failed", "value": n, "kind": "bad" if n else "good"})
     table = analysis.sections.get("regressions")
     if table is not None:
-        n = int(table.verdict.isin(["regression", "broke"]).sum())
+        n = int((table.verdict.isin(["regression", "broke"]) | compare.accuracy_lost(table)).sum())
         cards.append({"name": "regressions", "value": n, "kind": "bad" if n else "good"})
     return cards
 
 
 def render_html(analysis: Analysis, title: str | None = None) -> str:
-    from .render import _notes
+    from .render import section_notes
 
     plots = []
     for key, plot_title, function in PLOTS:
@@ -140,7 +153,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
             {
                 "title": TITLES.get(name, name),
                 "html": html_table(name, frame),
-                "notes": _notes(analysis) if name == "cells" else [],
+                "notes": section_notes(analysis, name, frame),
             }
         )
     gate = None

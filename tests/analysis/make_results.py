@@ -12,7 +12,9 @@ seeded numpy RNG.
 
 The synthetic matrix: branches main and feature (feature ~15% faster), train and infer,
 per-rank batch 16 and 32, world sizes 1 and 2, plus a bf16 setting, an oom, a failed and
-a skipped cell, one straggler rank, one noisy cell and one cell with warm-up drift.
+a skipped cell, one straggler rank, one noisy cell and one cell with warm-up drift. When
+the layout golden has an `accuracy` group (layout 1.3), the ok training cells of 2 ranks
+get a passed one; `add_accuracy` plants a chosen group into any cell of a written file.
 
 Run as a script to write a file: python make_results.py out.h5
 """
@@ -377,11 +379,73 @@ def fix_strings(f: h5py.File) -> None:
                 obj.create_dataset(name, data=np.array([v.encode() for v in values], dtype=kind))
 
 
+#: The `accuracy` subgroup (layout 1.3) as the C++ writer stores it: these attributes are
+#: int64, `verdict`, `failed_checks` (JSON list), `kind` and `reference` fixed-length
+#: strings, every other attribute float64 (schemas/results-layout.md).
+ACCURACY_INTEGERS = ("validation_samples", "elements", "steps")
+ACCURACY_LAYOUT_VERSION = "1.3"
+ACCURACY_REFERENCE = "fp32, every optimization switch off, same weights and inputs"
+
+
+def write_accuracy(
+    group: h5py.Group, verdict: str, failed_checks=(), kind: str = "inference", **numbers
+) -> None:
+    """(Re)writes `group/accuracy` of a cell: the verdict, the failed checks, the kind and
+    the given numbers (mae=..., psnr_db=float("inf"), steps=..., ...)."""
+    if "accuracy" in group:
+        del group["accuracy"]
+    sub = group.create_group("accuracy")
+    sub.attrs["verdict"] = _fixed_string(verdict)
+    sub.attrs["failed_checks"] = _fixed_string(json.dumps(list(failed_checks)))
+    sub.attrs["kind"] = _fixed_string(kind)
+    sub.attrs["reference"] = _fixed_string(ACCURACY_REFERENCE)
+    for name, value in numbers.items():
+        sub.attrs[name] = np.int64(value) if name in ACCURACY_INTEGERS else np.float64(value)
+
+
+def add_accuracy(path, cell_id: str, verdict: str, failed_checks=(), **kwargs) -> None:
+    """Adds an `accuracy` group to one cell of the file at `path` (see write_accuracy) and
+    marks the file layout 1.3, the first to have one."""
+    with h5py.File(path, "r+") as f:
+        write_accuracy(f["cells"][cell_id], verdict, failed_checks, **kwargs)
+        version = f.attrs["scalebench_layout_version"]
+        version = version.decode() if isinstance(version, bytes) else version
+        if tuple(map(int, version.split("."))) < (1, 3):
+            f.attrs["scalebench_layout_version"] = _fixed_string(ACCURACY_LAYOUT_VERSION)
+
+
+#: The golden listing of the C++ store's layout test (tests/unit/common/
+#: results_store_layout_test.cc), which test_summary.py holds the synthetic file to.
+LAYOUT_GOLDEN = REPO / "tests" / "data" / "results" / "layout_v1.txt"
+#: A passed training `accuracy` group (values made up; only names and types matter to the
+#: golden).
+TRAINING_ACCURACY = {
+    "tolerance": 0.01,
+    "steps": WARMUP + MEASURED,
+    "validation_samples": 32,
+    "max_loss_rel_deviation": 0.0002,
+    "final_loss": 2.3005,
+    "reference_final_loss": 2.3,
+    "param_rel_distance": 0.0001,
+}
+
+
+def golden_lists_accuracy() -> bool:
+    """Whether the layout golden's ok cell (a training cell of 2 ranks) has an `accuracy`
+    group: since layout 1.3 the C++ layout test validates it, and the synthetic file then
+    plants one on its ok training cells of 2 ranks to match."""
+    return any(
+        line.startswith("/cells/<ok-cell>/accuracy ")
+        for line in LAYOUT_GOLDEN.read_text().splitlines()
+    )
+
+
 def write_results(path, seed: int = 20240601) -> str:
     """Writes the synthetic results file to `path` and returns `path` as str."""
     rng = np.random.default_rng(seed)
     per_sample = {"main": 0.0010, "feature": 0.00085}
     specs = []
+    plant_accuracy = golden_lists_accuracy()
     with h5py.File(path, "w", libver=("v110", "v110")) as f:
         _root_attrs(f, path)
         cells = f.create_group("cells")
@@ -400,6 +464,10 @@ def write_results(path, seed: int = 20240601) -> str:
                         straggler=straggler,
                     )
                     _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED] * world)
+                    if plant_accuracy and world == 2:
+                        write_accuracy(
+                            cells[spec["cell_id"]], "passed", kind="training", **TRAINING_ACCURACY
+                        )
                     specs.append(spec)
                     samples = batch * sum(MEASURED - r for r in range(world))
                     spec = make_spec(branch, "infer", batch, world, samples=samples)

@@ -4,6 +4,7 @@ constant step times and chosen peak memory, so every figure is computed by hand 
 from __future__ import annotations
 
 import json
+import shutil
 
 import h5py
 import numpy as np
@@ -113,3 +114,66 @@ def test_analyze_ablation_prints_the_tables(ablation_file):
     assert "Ablation" in out and "Cumulative" in out and "Recommendations" in out
     assert "(1.67x)" in out
     assert "Ablation" not in run_cli("analyze", ablation_file, check_rc=0).stdout
+
+
+FAILED_CHECK = "mae_rel 0.0213 > 0.01"
+
+
+def _with_accuracy(src, dst, failed: set) -> str:
+    """A copy of `src` whose every cell has an accuracy group: failed for the keys in
+    `failed` (one failed check, FAILED_CHECK), passed for the others."""
+    shutil.copyfile(src, dst)
+    for key in STEP_S:
+        if key in failed:
+            mr.add_accuracy(dst, _spec(*key)["cell_id"], "failed", [FAILED_CHECK], mae_rel=0.0213)
+        else:
+            mr.add_accuracy(dst, _spec(*key)["cell_id"], "passed", mae_rel=0.001)
+    return str(dst)
+
+
+def test_accuracy_failed_cell_is_marked_and_not_recommended(ablation_file, tmp_path):
+    path = _with_accuracy(ablation_file, tmp_path / "acc.h5", {("bf16", True, True)})
+    sections = _tables(path)
+    text = sections["recommendations"]["recommendation"].iloc[0]
+    assert text == (
+        "bf16 + channels_last: 2.00x faster, 1.5 GiB less memory, accuracy kept; "
+        "not recommended: bf16 + channels_last + cudnn_benchmark "
+        f"(2.50x faster, ACCURACY FAILED: {FAILED_CHECK})"
+    )
+    assert sections["recommendations"]["cell_id"].iloc[0] == _spec("bf16", True, False)["cell_id"]
+    table = sections["ablation"].set_index("change")
+    assert table.loc["+bf16", "accuracy"] == "passed"
+    cumulative = sections["cumulative"].set_index("change")
+    assert cumulative.loc["+cudnn_benchmark", "accuracy"] == f"FAIL ({FAILED_CHECK})"
+    assert cumulative.loc["+channels_last", "accuracy"] == "passed"
+
+
+def test_slower_accuracy_failure_does_not_change_the_recommendation(ablation_file, tmp_path):
+    path = _with_accuracy(ablation_file, tmp_path / "acc.h5", {("bf16", False, False)})
+    sections = _tables(path)
+    text = sections["recommendations"]["recommendation"].iloc[0]
+    assert text == (
+        "bf16 + channels_last + cudnn_benchmark: 2.50x faster, 2.1 GiB less memory, accuracy kept"
+    )
+    assert sections["ablation"].set_index("change").loc["+bf16", "accuracy"] == (
+        f"FAIL ({FAILED_CHECK})"
+    )
+
+
+def test_baseline_is_kept_when_every_faster_cell_failed_accuracy(ablation_file, tmp_path):
+    faster = {key for key, step in STEP_S.items() if step < STEP_S[("fp32", False, False)]}
+    path = _with_accuracy(ablation_file, tmp_path / "acc.h5", faster)
+    text = _tables(path)["recommendations"]["recommendation"].iloc[0]
+    assert text == (
+        "keep the baseline: no change made it faster with accuracy kept; not recommended: "
+        f"bf16 + channels_last + cudnn_benchmark (2.50x faster, ACCURACY FAILED: {FAILED_CHECK})"
+    )
+
+
+def test_no_recommendation_when_every_cell_failed_accuracy(ablation_file, tmp_path):
+    path = _with_accuracy(ablation_file, tmp_path / "acc.h5", set(STEP_S))
+    text = _tables(path)["recommendations"]["recommendation"].iloc[0]
+    assert text == (
+        "no trusted cell kept its accuracy; not recommended: "
+        f"bf16 + channels_last + cudnn_benchmark (2.50x faster, ACCURACY FAILED: {FAILED_CHECK})"
+    )

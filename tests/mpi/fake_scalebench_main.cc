@@ -8,8 +8,11 @@
 int main(int argc, char** argv) {
   scalebench::enable_fault_injection();  // Note [Fault injection]: test binaries only
   const scalebench::WorkerFactory worker{
-      scalebench::testing_fake::make_fake_cell_runner, [] {
+      scalebench::testing_fake::make_fake_cell_runner,
+      [] {
         return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}};
-      }};
+      },
+      {},
+      {}};
   return scalebench::run_cli(argc, argv, worker);
 }

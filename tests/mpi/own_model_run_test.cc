@@ -23,9 +23,8 @@
 #include "orchestrator/cli.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/run_options.h"
+#include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
-#include "worker/torch_cell_runner.h"
-#include "worker/versions.h"
 
 namespace scalebench {
 namespace {
@@ -109,15 +108,6 @@ std::map<std::string, std::vector<double>> rank_metrics(const fs::path& file,
   return metrics;
 }
 
-int run_real_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), {"scalebench", "run"});
-  std::vector<char*> argv;
-  argv.reserve(args.size());
-  for (auto& arg : args) argv.push_back(arg.data());
-  const WorkerFactory worker{make_torch_cell_runner, library_versions};
-  return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
-}
-
 TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
   if (std::string(build_info::kPython).empty()) GTEST_SKIP() << "no SCALEBENCH_PYTHON";
   std::unique_ptr<OwnModelRepo> fixture;
@@ -127,13 +117,11 @@ TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
     root = fixture->root.path().string();
     testing::write_file(fixture->root.path() / "m.yaml", matrix_text());
   }
-  int size = static_cast<int>(root.size());
-  MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  root.resize(static_cast<size_t>(size));
-  MPI_Bcast(root.data(), size, MPI_CHAR, 0, MPI_COMM_WORLD);
+  root = testing_real::broadcast_from_rank0(root);
   const fs::path out = fs::path(root) / "r.h5";
-  const int status = run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
-                                   "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
+  const int status =
+      testing_real::run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
+                                  "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
   EXPECT_EQ(status, kExitCellsFailed);  // the `missing` cells
   if (world_rank() != 0) return;
   const auto cells = read_results_overview(out).at("cells");

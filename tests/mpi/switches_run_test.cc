@@ -1,7 +1,8 @@
 // `scalebench run` with the real LibTorch worker on CPU, sweeping channels_last and
 // cpu_threads with the GPU switches on (issue 12): every cell stores what was requested
-// (its spec) and what took effect (effective_<key>), and the GPU switches are recorded as
-// ineffective with their reasons (Note [Requested vs effective]).
+// (its spec) and what took effect (effective_<key>), and the GPU switches (cuda_graphs on
+// an inference cell too) are recorded as ineffective with their reasons (Note [Requested vs
+// effective]).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -15,9 +16,8 @@
 #include "common/mpi_comm.h"
 #include "common/results_store.h"
 #include "orchestrator/cli.h"
+#include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
-#include "worker/torch_cell_runner.h"
-#include "worker/versions.h"
 
 namespace scalebench {
 namespace {
@@ -32,15 +32,9 @@ sweep: {modes: [train], batch_sizes: [4], channels_last: [false, true], cpu_thre
 experiments:
   - {name: conv, model: resnet18, input_shape: [3, 32, 32], num_classes: 4}
   - {name: mlp, model: mlp, input_shape: [16], num_classes: 2}
+  - {name: graphs, model: mlp, input_shape: [16], num_classes: 2, modes: [infer],
+     cuda_graphs: true, channels_last: [false], cpu_threads: [1], validate: true}
 )";
-
-int run_real_cli(std::vector<std::string> args) {
-  args.insert(args.begin(), {"scalebench", "run"});
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  const WorkerFactory worker{make_torch_cell_runner, library_versions};
-  return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
-}
 
 bool has_reason(const nlohmann::json& cell, const std::string& start) {
   for (const auto& reason : cell.at("ineffective_reasons")) {
@@ -57,21 +51,32 @@ TEST(SwitchesRun, RequestedAndEffectiveAreStoredAndGpuSwitchesAreIneffectiveOnCp
     root = dir->path().string();
     testing::write_file(dir->path() / "m.yaml", kMatrix);
   }
-  int size = static_cast<int>(root.size());
-  MPI_Bcast(&size, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  root.resize(static_cast<size_t>(size));
-  MPI_Bcast(root.data(), size, MPI_CHAR, 0, MPI_COMM_WORLD);
+  root = testing_real::broadcast_from_rank0(root);
   const fs::path out = fs::path(root) / "r.h5";
-  const int status = run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
-                                   "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
+  const int status =
+      testing_real::run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
+                                  "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
   EXPECT_EQ(status, kExitOk);
   if (world_rank() != 0) return;
   const auto cells = read_results_overview(out).at("cells");
-  ASSERT_EQ(cells.size(), 2U * 2U * 2U);
+  ASSERT_EQ(cells.size(), 2U * 2U * 2U + 1U);
   for (const auto& [id, cell] : cells.items()) {
     SCOPED_TRACE(id);
     ASSERT_EQ(cell.at("status"), "ok");
     const auto& spec = cell.at("spec");
+    if (spec.at("experiment") == "graphs") {  // inference: cuda_graphs asked, eager on CPU
+      EXPECT_EQ(spec.at("cuda_graphs"), true);
+      EXPECT_EQ(cell.at("effective_cuda_graphs"), "false");
+      EXPECT_TRUE(has_reason(cell, "cuda_graphs: ")) << cell.at("ineffective_reasons");
+      // Note [Accuracy validation]: eager fp32 against its fp32 reference.
+      const auto& accuracy = cell.at("accuracy");
+      ASSERT_TRUE(accuracy.is_object());
+      EXPECT_EQ(accuracy.at("verdict"), "passed");
+      EXPECT_EQ(accuracy.at("kind"), "inference");
+      EXPECT_EQ(accuracy.at("failed_checks"), nlohmann::json::array());
+      EXPECT_EQ(accuracy.at("validation_samples"), 64);
+      continue;
+    }
     EXPECT_EQ(spec.at("tf32"), true) << "the spec holds what was requested";
     EXPECT_EQ(cell.at("effective_tf32"), "false");
     EXPECT_EQ(cell.at("effective_cudnn_benchmark"), "false");
@@ -87,6 +92,7 @@ TEST(SwitchesRun, RequestedAndEffectiveAreStoredAndGpuSwitchesAreIneffectiveOnCp
     EXPECT_EQ(cell.at("effective_precision"), "fp32");
     EXPECT_EQ(cell.at("effective_optimizer.fused"), "false");
     EXPECT_FALSE(has_reason(cell, "optimizer.fused")) << "not requested: nothing to explain";
+    EXPECT_TRUE(cell.at("accuracy").is_null()) << "not validated";
   }
 }
 

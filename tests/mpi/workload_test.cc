@@ -187,5 +187,104 @@ TEST(WorkloadMpiGpu, TrainingWithNccl) {
   EXPECT_GT(result.metrics.at("peak_allocated_bytes"), 0.0);
 }
 
+// Note [Accuracy validation]: the group's figures are those of one process comparing
+// every sample (exact reduction of sums and maxima), for a per-voxel model (3D SSIM) in
+// bf16 against its fp32 reference.
+TEST(WorkloadMpi, InferenceValidationReducesExactlyAcrossRanks) {
+  CellSpec cell = inference_cell("unet3d", {1, 8, 8, 8});
+  cell.precision = Precision::kBf16;
+  cell.validate = true;
+  cell.validation_samples = 5;
+  cell.tolerance = 0.05;
+  // The same kernels on the same shapes, hence the same outputs, in both runs: one thread,
+  // and batches of one sample (a bf16 kernel's rounding may depend on the batch size).
+  cell.cpu_threads = 1;
+  cell.batch_size = 1;
+  const RankResult single = run_cell(cell, MPI_COMM_SELF);
+  ASSERT_EQ(single.status, CellStatus::kOk) << single.reason;
+  const RankResult group = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(group.status, CellStatus::kOk) << group.reason;
+  ASSERT_TRUE(single.accuracy && group.accuracy);
+  EXPECT_EQ(group.accuracy->kind, "inference");
+  EXPECT_EQ(group.accuracy->values.at("validation_samples"), 5.0);
+  EXPECT_EQ(group.accuracy->values.at("elements"), 5.0 * 2 * 8 * 8 * 8);
+  EXPECT_EQ(group.accuracy->values.at("elements"), single.accuracy->values.at("elements"));
+  for (const auto& [name, expected] : single.accuracy->values) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(group.accuracy->values.contains(name));
+    EXPECT_NEAR(group.accuracy->values.at(name), expected,
+                1e-9 * std::max(1.0, std::abs(expected)));
+  }
+  EXPECT_GT(single.accuracy->values.at("mae"), 0.0) << "bf16 differs from fp32";
+  EXPECT_GT(single.accuracy->values.at("ssim"), 0.9);
+  EXPECT_EQ(group.accuracy->verdict, "passed") << group.accuracy->failed_checks.front();
+  EXPECT_GT(group.metrics.at("validation_s"), 0.0);
+}
+
+TEST(WorkloadMpi, InferenceValidationOfAnUnoptimizedCellFindsNoDifference) {
+  CellSpec cell = inference_cell("resnet18", {3, 32, 32});
+  cell.validate = true;
+  cell.tolerance = 1e-6;
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(result.status, CellStatus::kOk) << result.reason;
+  ASSERT_TRUE(result.accuracy);
+  EXPECT_LE(result.accuracy->values.at("mae_rel"), 1e-6);
+  EXPECT_EQ(result.accuracy->values.count("ssim"), 0U) << "logits have no SSIM";
+  EXPECT_EQ(result.accuracy->verdict, "passed");
+}
+
+TEST(WorkloadMpi, TrainingValidationReplaysTheStepsAndNamesTheFailedCheck) {
+  CellSpec cell = training_cell();
+  cell.validate = true;
+  const RankResult same = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(same.status, CellStatus::kOk) << same.reason;
+  ASSERT_TRUE(same.accuracy);
+  EXPECT_EQ(same.accuracy->kind, "training");
+  EXPECT_EQ(same.accuracy->values.at("steps"), 12.0) << "warm-up and measured steps";
+  EXPECT_LE(same.accuracy->values.at("max_loss_rel_deviation"), 1e-6) << "fp32 replays fp32";
+  EXPECT_LE(same.accuracy->values.at("param_rel_distance"), 1e-6);
+  EXPECT_EQ(same.accuracy->verdict, "passed");
+
+  cell.precision = Precision::kBf16;
+  cell.tolerance = 1e-9;
+  const RankResult bf16 = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(bf16.status, CellStatus::kOk) << "a failed verdict does not fail the cell";
+  ASSERT_TRUE(bf16.accuracy);
+  EXPECT_GT(bf16.accuracy->values.at("max_loss_rel_deviation"), 1e-9);
+  EXPECT_EQ(bf16.accuracy->verdict, "failed");
+  ASSERT_FALSE(bf16.accuracy->failed_checks.empty());
+  EXPECT_EQ(bf16.accuracy->failed_checks.front().rfind("max_loss_rel_deviation ", 0), 0U);
+}
+
+// Note [CUDA graphs for inference]: replaying captured forwards (the full batch and the
+// shard's smaller last batch) gives the eager outputs, in fp32 and in bf16 channels-last.
+TEST(WorkloadMpiGpu, CudaGraphInferenceEqualsEagerInference) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
+  for (const bool low_precision : {false, true}) {
+    SCOPED_TRACE(low_precision ? "bf16 channels_last" : "fp32");
+    CellSpec cell = inference_cell("resnet18", {3, 32, 32});
+    cell.device = Device::kCuda;
+    if (low_precision) {
+      cell.precision = Precision::kBf16;
+      cell.channels_last = true;
+    }
+    const RankResult eager = run_cell(cell, MPI_COMM_SELF);
+    ASSERT_EQ(eager.status, CellStatus::kOk) << eager.reason;
+    cell.cuda_graphs = true;
+    cell.validate = true;  // the replayed graph against the eager fp32 reference
+    cell.tolerance = 0.05;
+    const RankResult graphs = run_cell(cell, MPI_COMM_SELF);
+    ASSERT_EQ(graphs.status, CellStatus::kOk) << graphs.reason;
+    EXPECT_EQ(graphs.effective.at("cuda_graphs"), "true");
+    EXPECT_EQ(graphs.metrics.at("cuda_graphs_captured"), 2.0) << "batches of 4 and of 3";
+    EXPECT_GT(graphs.metrics.at("cuda_graph_capture_s"), 0.0);
+    ASSERT_TRUE(graphs.accuracy);
+    EXPECT_EQ(graphs.accuracy->verdict, "passed");
+    const double reference = eager.metrics.at("output_checksum");
+    EXPECT_NEAR(graphs.metrics.at("output_checksum"), reference,
+                (low_precision ? 1e-2 : 1e-5) * reference);
+  }
+}
+
 }  // namespace
 }  // namespace scalebench

@@ -20,6 +20,7 @@ std::map<std::string, SettingEffect> by_key(const std::vector<SettingEffect>& ef
 CellSpec all_on() {
   CellSpec cell;
   cell.tf32 = cell.cudnn_benchmark = cell.deterministic = cell.pinned_memory = true;
+  cell.cuda_graphs = true;
   cell.channels_last = true;
   cell.optimizer.fused = true;
   cell.precision = Precision::kBf16;
@@ -28,7 +29,7 @@ CellSpec all_on() {
 
 TEST(EffectiveSettings, OnCpuTheGpuSwitchesAreIneffectiveWithTheirReasons) {
   const auto effects = by_key(effective_settings(all_on(), {.sample_rank = 3}));
-  for (const char* key : {"tf32", "cudnn_benchmark", "pinned_memory"}) {
+  for (const char* key : {"tf32", "cudnn_benchmark", "pinned_memory", "cuda_graphs"}) {
     SCOPED_TRACE(key);
     EXPECT_EQ(effects.at(key).requested, SettingValue(true));
     EXPECT_EQ(effects.at(key).effective, SettingValue(false));
@@ -74,6 +75,7 @@ TEST(EffectiveSettings, SwitchesThatAreOffAreAlwaysEffectiveAndInferenceHasNoOpt
   const CellSpec applied = with_effective_settings(all_on(), effective_settings(all_on(), {}));
   EXPECT_FALSE(applied.tf32);
   EXPECT_FALSE(applied.pinned_memory);
+  EXPECT_FALSE(applied.cuda_graphs);
   EXPECT_TRUE(applied.deterministic);
 }
 

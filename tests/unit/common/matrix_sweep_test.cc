@@ -103,6 +103,25 @@ TEST(MatrixSweep, RulesBetweenSettingsAreCheckedPerCell) {
   EXPECT_THAT(error, HasSubstr("backend nccl needs device cuda"));
 }
 
+TEST(MatrixSweep, CudaGraphsAreRefusedForTrainingUnlessExcluded) {
+  const std::string matrix =
+      "sweep:\n"
+      "  batch_sizes: [8]\n"
+      "  modes: [train, infer]\n"
+      "  cuda_graphs: [false, true]\n"
+      "experiments:\n"
+      "  - {name: a, model: mlp}\n";
+  const std::string error = error_of(matrix);
+  EXPECT_THAT(error, HasSubstr("m.yaml:4:"));
+  EXPECT_THAT(error, HasSubstr("cuda_graphs captures inference only"));
+  EXPECT_THAT(error, HasSubstr("exclude: [{mode: train, cuda_graphs: true}]"));
+  const auto excluded =
+      load_matrix_text("m.yaml", matrix + "exclude:\n  - {mode: train, cuda_graphs: true}\n");
+  ASSERT_EQ(excluded.cells.size(), 3U);
+  for (const auto& cell : excluded.cells)
+    EXPECT_FALSE(cell.cuda_graphs && cell.mode == Mode::kTrain);
+}
+
 TEST(MatrixSweep, BadListsAreInputErrorsWithFileAndLine) {
   EXPECT_THAT(error_of("defaults: {tf32: [false, true]}\nsweep: {batch_sizes: [8]}\n"
                        "experiments:\n  - {name: a, model: mlp}\n"),
@@ -159,9 +178,10 @@ TEST(MatrixSweep, EverySettingIsSweepable) {
     ASSERT_TRUE(other.has_value()) << "no second value to sweep";
     const std::string values =
         "[" + setting_text(default_value(setting)) + ", " + setting_text(*other) + "]";
-    // Inference ignores the optimizer and training the sample count: pick the mode that
-    // uses the setting; the axes by name are swept through their list key.
-    const bool infer = setting.key == "samples";
+    // Inference ignores the optimizer and training the sample count, and CUDA graphs are
+    // for inference only: pick the mode that uses the setting; the axes by name are swept
+    // through their list key.
+    const bool infer = setting.key == "samples" || setting.key == "cuda_graphs";
     std::string sweep = "sweep:\n  modes: [" + std::string(infer ? "infer" : "train") + "]\n";
     const std::string key(setting.key);
     if (setting.axis) {

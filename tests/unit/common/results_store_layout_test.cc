@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/accuracy.h"
 #include "common/cell_summary.h"
 #include "common/h5_wrappers.h"
 #include "common/hdf5_check.h"
@@ -91,7 +92,11 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   const CellSpec skipped = testing_util::train_cell(2);
   const CellSpec timeout = testing_util::train_cell(3);
   store.mark_running(ok, {1, 2});
-  store.complete_cell(ok, testing_util::full_results(ok));
+  auto ranks = testing_util::full_results(ok);
+  TrainingComparison comparison;  // Note [Accuracy validation]: the `accuracy` subgroup
+  comparison.steps = 5;
+  for (auto& rank : ranks) rank.accuracy = finish_training(comparison, 0.01);
+  store.complete_cell(ok, ranks);
   store.mark_skipped(skipped, "too large");
   store.mark_running(timeout, {1, 2});
   store.finish_cell_without_results(timeout, CellStatus::kTimeout, FailurePhase::kWatchdog,
@@ -111,6 +116,39 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   std::stringstream expected;
   expected << in.rdbuf();
   EXPECT_EQ(expected.str(), actual);
+}
+
+// Note [Accuracy validation]: the report of the group is stored once and reads back, the
+// failed checks as a list; a cell without one reads as null; a retry drops the old one.
+TEST(ResultsLayout, AccuracyReadsBack) {
+  testing_util::TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  auto store = ResultsStore::create(path, testing_util::test_provenance("0123456789abcdef"), false);
+  const CellSpec checked = testing_util::train_cell(1, 2, 1, 5);
+  const CellSpec unchecked = testing_util::train_cell(2, 2, 1, 5);
+  OutputSums sums;
+  sums.samples = 1;
+  sums.elements = 4;
+  sums.sum_abs = sums.sum_sq = 1;
+  sums.dot = 34;
+  sums.out_sq = 39;
+  sums.ref_sq = 30;
+  auto ranks = testing_util::full_results(checked);
+  for (auto& rank : ranks) rank.accuracy = finish_inference(sums, 1.0, 4.0, 0.01);
+  store.mark_running(checked, {1, 2});
+  store.complete_cell(checked, ranks);
+  store.mark_running(unchecked, {1, 2});
+  store.complete_cell(unchecked, testing_util::full_results(unchecked));
+  auto cells = read_results_overview(path).at("cells");
+  const auto& accuracy = cells.at(checked.cell_id).at("accuracy");
+  EXPECT_EQ(accuracy.at("verdict"), "failed");
+  EXPECT_EQ(accuracy.at("failed_checks"), nlohmann::json::array({"mae_rel 0.08333 > 0.01"}));
+  EXPECT_EQ(accuracy.at("elements"), 4);
+  EXPECT_DOUBLE_EQ(accuracy.at("mae").get<double>(), 0.25);
+  EXPECT_TRUE(cells.at(unchecked.cell_id).at("accuracy").is_null());
+  store.mark_running(checked, {1, 2});  // a retry without validation keeps no old verdict
+  store.complete_cell(checked, testing_util::full_results(checked));
+  EXPECT_TRUE(read_results_overview(path).at("cells").at(checked.cell_id).at("accuracy").is_null());
 }
 
 // The summary stores the thresholds its validity flags were judged by: the constants of

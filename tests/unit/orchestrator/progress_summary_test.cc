@@ -103,7 +103,9 @@ nlohmann::json overview_fixture() {
                "effective_tf32": "false", "effective_cpu_threads": "2",
                "ineffective_reasons": ["tf32: TF32 is a mode of CUDA tensor cores"],
                "summary": {"metric": "step", "median_s": 0.0125,
-                           "throughput_samples_per_s": 2560.0, "valid": 1}},
+                           "throughput_samples_per_s": 2560.0, "valid": 1},
+               "accuracy": {"verdict": "failed", "kind": "training",
+                            "failed_checks": ["param_rel_distance 0.03 > 0.01"]}},
       "aaaa": {"spec": "{\"branch\": \"\", \"experiment\": \"bad\", \"mode\": \"infer\", \"batch_size\": 8, \"world_size\": 1}",
                "status": "failed", "reason": "shape mismatch", "failed_phase": "forward"}
     }})");
@@ -126,10 +128,14 @@ TEST(SummaryRows, ReadsSpecsStatusesAndSummaries) {
 TEST(FormatSummaryTable, NcclTestsStyle) {
   const std::string table = format_summary_table(summary_rows(overview_fixture()));
   const std::string expected =
-      "#  branch  experiment   mode  batch  world  metric  median  samples  valid  status\n"
-      "#                                                     (ms)     (/s)               \n"
-      "        -         bad  infer      8      1       -       -        -      -  failed\n"
-      "     main   mlp-train  train     16      2    step  12.500   2560.0      1      ok\n"
+      "#  branch  experiment   mode  batch  world  metric  median  samples  valid"
+      "                             accuracy  status\n"
+      "#                                                     (ms)     (/s)       "
+      "                                             \n"
+      "        -         bad  infer      8      1       -       -        -      -"
+      "                                    -  failed\n"
+      "     main   mlp-train  train     16      2    step  12.500   2560.0      1"
+      "  FAIL param_rel_distance 0.03 > 0.01      ok\n"
       "# Cells: 2, 1 failed, 1 ok\n"
       "#  aaaa failed: shape mismatch\n";
   EXPECT_EQ(table, expected);
@@ -151,6 +157,8 @@ TEST(InfoJson, StableKeys) {
   EXPECT_EQ(ok.at("summary").at("median_s"), 0.0125);
   EXPECT_EQ(ok.at("effective"), nlohmann::json({{"tf32", "false"}, {"cpu_threads", "2"}}));
   EXPECT_EQ(ok.at("ineffective_reasons").size(), 1u);
+  EXPECT_EQ(ok.at("accuracy").at("verdict"), "failed");  // Note [Accuracy validation]
+  EXPECT_FALSE(failed.contains("accuracy"));
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+// Which device a worker rank uses, shared by the cell runner, the collective probe and the
+// self-test: cuda:<local_index> when the request allows CUDA and a GPU is there, else cpu.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <utility>
+
+#include "common/cell_spec.h"
+#include "protocol/cell_runner.h"
+
+namespace scalebench {
+
+/// The device for `requested` on this rank. Throws CellError(kDevice) for cuda without a
+/// GPU, or a worker without a GPU of its own (more worker ranks than GPUs on the node).
+torch::Device select_device(Device requested, const WorkerContext& context);
+
+/// "cpu", or the GPU's name.
+std::string describe(const torch::Device& device);
+
+/// Makes `device` the calling thread's current CUDA device (nothing for the CPU).
+void make_current(const torch::Device& device);
+
+#ifdef SCALEBENCH_HAVE_CUDA
+/// Name of CUDA device `index` (worker/torch_cell_runner_cuda.cc).
+std::string cuda_device_name(int index);
+/// Makes `index` this thread's current CUDA device (worker/torch_cell_runner_cuda.cc).
+void set_current_cuda_device(int index);
+/// Compute capability (major, minor) of CUDA device `index`.
+std::pair<int, int> cuda_compute_capability(int index);
+#endif
+
+}  // namespace scalebench
