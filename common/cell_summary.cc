@@ -131,6 +131,34 @@ double peak_memory(const std::vector<RankTable>& tables) {
   return kNaN;
 }
 
+double mean_metric(const std::vector<RankTable>& tables, const char* name) {
+  if (tables.empty()) return kNaN;
+  double sum = 0.0;
+  for (const auto& t : tables) sum += t.metric(name);  // NaN stays NaN
+  return sum / static_cast<double>(tables.size());
+}
+
+// Note [CPU oversubscription]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// On CPU each worker runs cpu_threads intra-op threads, plus the MPI backend's
+// communication thread while a training cell reduces gradients (Note [MPI communication
+// thread]). When the workers of a node run more of them than the node has cores, MPI's
+// progress (which spins by default) takes cores from backward: the backward phase grows and
+// comm_wait shrinks, and the split between them says more about the machine than the model.
+// Each rank reports node_cores, node_workers and mpi_comm_threads; the summary keeps the
+// worst ratio and `info` / the run's table warn above 1 (docs/metrics.md).
+double cpu_threads_per_core(const std::vector<RankTable>& tables) {
+  double worst = tables.empty() ? kNaN : 0.0;
+  for (const auto& t : tables) {
+    const double ratio = t.metric("node_workers") *
+                         (t.metric("cpu_threads") + t.metric("mpi_comm_threads")) /
+                         t.metric("node_cores");
+    if (std::isnan(ratio)) return kNaN;
+    worst = std::max(worst, ratio);
+  }
+  return worst;
+}
+
 bool replicas_in_sync(const std::vector<RankTable>& tables, double rel_tolerance) {
   if (tables.empty()) return false;
   const double reference = tables.front().metric("param_checksum");
@@ -168,6 +196,8 @@ CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& 
     s.phase_median_s[phase] = summarize(rank_mean_per_row(tables, phase)).median;
   }
   s.peak_memory_bytes = peak_memory(tables);
+  s.final_loss_mean = train ? mean_metric(tables, "final_loss") : kNaN;
+  s.cpu_threads_per_core = cpu_threads_per_core(tables);
   const ValidityThresholds& limits = s.thresholds;
   s.valid_enough_iterations = s.time.count >= limits.min_iterations;
   s.valid_cv = s.time.cv <= limits.max_cv;  // false for NaN

@@ -39,6 +39,13 @@ struct CellSummary {
   double samples_per_s_per_worker = 0.0;
   std::map<std::string, double> phase_median_s;  ///< per phase name
   double peak_memory_bytes = 0.0;
+  /// Training: mean over ranks of `final_loss` (each rank's loss on its own shard of the
+  /// last step), i.e. the loss of the global batch; NaN for inference or a missing value.
+  double final_loss_mean = 0.0;
+  /// Note [CPU oversubscription]: max over ranks of node_workers x (cpu_threads +
+  /// mpi_comm_threads) / node_cores; above 1 the node runs more busy threads than cores.
+  /// NaN when a rank did not report those metrics.
+  double cpu_threads_per_core = 0.0;
   bool valid_enough_iterations = false;
   bool valid_cv = false;
   bool valid_replicas_in_sync = false;

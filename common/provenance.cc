@@ -88,6 +88,23 @@ bool allowed(const std::string& name) {
   return listed && !looks_secret(name);
 }
 
+std::string mpi_thread_level_name() {
+  int initialized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS || initialized == 0) return "";
+  int provided = MPI_THREAD_SINGLE;
+  if (MPI_Query_thread(&provided) != MPI_SUCCESS) return "";
+  switch (provided) {
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    default:
+      return "MPI_THREAD_MULTIPLE";
+  }
+}
+
 std::string mpi_library_version() {
   std::array<char, MPI_MAX_LIBRARY_VERSION_STRING> buffer{};
   int length = 0;
@@ -154,6 +171,7 @@ Provenance collect_provenance(const std::vector<std::string>& argv, const std::s
   p.tool_dirty = build_info::kGitDirty;
   p.build_type = build_info::kBuildType;
   p.mpi_version = mpi_library_version();
+  p.mpi_thread_level = mpi_thread_level_name();
   p.hdf5_version = hdf5_library_version();
   p.mpi_size = mpi_size;
   p.argv = argv;

@@ -13,10 +13,14 @@ struct Provenance {
   std::string tool_commit;  ///< "" when the build had no git checkout
   bool tool_dirty = false;
   std::string build_type;
-  std::string torch_version;       ///< set by the caller that links LibTorch; "" otherwise
-  std::string cuda_version;        ///< set by the caller; "" on a CPU build
-  std::string nccl_version;        ///< set by the caller; "" without NCCL
-  std::string mpi_version;         ///< MPI_Get_library_version, first line
+  std::string torch_version;  ///< set by the caller that links LibTorch; "" otherwise
+  std::string cuda_version;   ///< set by the caller; "" on a CPU build
+  std::string nccl_version;   ///< set by the caller; "" without NCCL
+  std::string mpi_version;    ///< MPI_Get_library_version, first line
+  /// The thread level MPI granted (MPI_THREAD_MULTIPLE lets the MPI backend run its
+  /// communication thread; docs/metrics.md#cpu-threads-and-the-backward--comm_wait-split);
+  /// "" before MPI_Init.
+  std::string mpi_thread_level;
   std::string hdf5_version;        ///< H5get_libversion, "1.10.8"
   std::vector<std::string> hosts;  ///< distinct hostnames of the job (set by the caller)
   std::string devices = "[]";      ///< JSON list of {"rank","host","device"} (set by the caller)

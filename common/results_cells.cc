@@ -204,6 +204,8 @@ void write_summary(hid_t cell_group, const CellSummary& s) {
       {"throughput_samples_per_s", s.throughput_samples_per_s},
       {"samples_per_s_per_worker", s.samples_per_s_per_worker},
       {"peak_memory_bytes", s.peak_memory_bytes},
+      {"final_loss_mean", s.final_loss_mean},
+      {"cpu_threads_per_core", s.cpu_threads_per_core},
   };
   for (const auto& [name, value] : values) h5::write_double_attribute(group, name, value);
   for (const auto& [phase, median_s] : s.phase_median_s) {

@@ -59,6 +59,7 @@ void write_provenance(hid_t file, const Provenance& p) {
   write_string_attribute(file, "cuda_version", p.cuda_version);
   write_string_attribute(file, "nccl_version", p.nccl_version);
   write_string_attribute(file, "mpi_version", p.mpi_version);
+  write_string_attribute(file, "mpi_thread_level", p.mpi_thread_level);
   write_string_attribute(file, "hdf5_version", p.hdf5_version);
   write_string_attribute(file, "hosts", json_list(p.hosts));
   write_string_attribute(file, "devices", p.devices);

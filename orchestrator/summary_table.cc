@@ -57,11 +57,13 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   row.reason = text_of(cell, "reason");
   row.median_s = kNaN;
   row.throughput_samples_per_s = kNaN;
+  row.cpu_threads_per_core = kNaN;
   const auto summary = as_json(cell.value("summary", nlohmann::json()));
   if (summary.is_object() && !summary.empty()) {
     row.metric = text_of(summary, "metric");
     row.median_s = number_of(summary, "median_s");
     row.throughput_samples_per_s = number_of(summary, "throughput_samples_per_s");
+    row.cpu_threads_per_core = number_of(summary, "cpu_threads_per_core");
     if (summary.contains("valid")) {
       const auto& valid = summary.at("valid");
       row.valid = valid.is_boolean() ? valid.get<bool>() : (valid.is_number() && valid != 0);
@@ -148,6 +150,23 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
     if (row.status != "ok" && !row.reason.empty()) {
       out << "#  " << row.cell_id << " " << row.status << ": " << row.reason << "\n";
     }
+  }
+  // Note [CPU oversubscription]: one line for every cell that ran more busy threads than
+  // cores, naming the worst.
+  const SummaryRow* worst = nullptr;
+  size_t oversubscribed = 0;
+  for (const auto& row : rows) {
+    if (!(row.cpu_threads_per_core > 1.0)) continue;
+    ++oversubscribed;
+    if (worst == nullptr || row.cpu_threads_per_core > worst->cpu_threads_per_core) worst = &row;
+  }
+  if (worst != nullptr) {
+    out << "# warning: " << oversubscribed << " cell" << (oversubscribed == 1 ? "" : "s")
+        << " ran more busy CPU threads than cores (worst " << fixed(worst->cpu_threads_per_core, 2)
+        << " per core: " << worst->cell_id << " " << worst->experiment << " " << worst->mode
+        << "): their backward / comm_wait split reflects core contention; set cpu_threads so "
+           "that workers x (cpu_threads + 1) <= cores (docs/metrics.md#cpu-threads-and-the-"
+           "backward--comm_wait-split)\n";
   }
   return out.str();
 }

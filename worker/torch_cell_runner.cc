@@ -179,6 +179,10 @@ class TorchCellRunner : public CellRunner {
       const int threads =
           configure_cpu_threads(context.node_cores, context.local_workers, cell.cpu_threads);
       result.metrics["cpu_threads"] = threads;
+      // Note [CPU oversubscription] (common/cell_summary.cc)
+      result.metrics["node_cores"] = context.node_cores;
+      result.metrics["node_workers"] = context.local_workers;
+      result.metrics["mpi_comm_threads"] = 0;  // a training cell on MPI reports its thread
       result.effective["cpu_threads"] = std::to_string(threads);
       Assignment effective = assignment;  // what runs: Note [Requested vs effective]
       effective.cell = apply_switches(cell, device, result);

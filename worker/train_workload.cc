@@ -173,6 +173,12 @@ class TrainWorkload : public Workload {
   void add_metrics(std::map<std::string, double>& metrics) override {
     metrics["final_loss"] = last_loss_.defined() ? last_loss_.item<double>() : NAN;
     metrics["param_checksum"] = parameter_checksum(*model_);
+    // Note [CPU oversubscription]: the MPI backend's communication thread (Note [MPI
+    // communication thread]) runs when MPI granted MPI_THREAD_MULTIPLE.
+    int provided = MPI_THREAD_SINGLE;
+    MPI_CHECK(MPI_Query_thread(&provided));
+    metrics["mpi_comm_threads"] =
+        backend_ && backend_->name() == "mpi" && provided == MPI_THREAD_MULTIPLE ? 1.0 : 0.0;
     metrics["model_init_s"] = model_init_s_;
     metrics["parameter_count"] = static_cast<double>(parameter_count(*model_));
     metrics.merge(data_->metrics());

@@ -224,6 +224,18 @@ def summary_of(
         if np.isfinite(peak).any():
             out["peak_memory_bytes"] = float(np.nanmax(peak))
             break
+    # common/cell_summary.cc: the group's last loss, and Note [CPU oversubscription].
+    losses = _metric(rank_metrics, names, "final_loss")
+    out["final_loss_mean"] = float(np.mean(losses)) if mode == "train" else float("nan")
+    load = (
+        _metric(rank_metrics, names, "node_workers")
+        * (
+            _metric(rank_metrics, names, "cpu_threads")
+            + _metric(rank_metrics, names, "mpi_comm_threads")
+        )
+        / _metric(rank_metrics, names, "node_cores")
+    )
+    out["cpu_threads_per_core"] = float(np.max(load)) if np.all(np.isfinite(load)) else float("nan")
     thresholds = cpp_thresholds()
     in_sync = True
     if mode == "train":
@@ -341,6 +353,7 @@ def _root_attrs(f, path):
         a[f"{lib}_version"] = ver
     a["hosts"] = json.dumps(["node0"])
     a["devices"] = json.dumps([{"rank": r, "host": "node0", "device": "cpu"} for r in (1, 2)])
+    a["mpi_thread_level"] = "MPI_THREAD_MULTIPLE"
     a["mpi_size"] = np.int64(3)
     a["argv"] = json.dumps(["scalebench", "run", "quickstart.yaml", "-o", str(path)])
     a["matrix_path"] = "quickstart.yaml"

@@ -85,6 +85,31 @@ TEST(CellSummary, ReplicasOutOfSyncInvalidates) {
   EXPECT_FALSE(summarize_cell(train_cell(2, 4), {r0, r1}).valid_replicas_in_sync);
 }
 
+TEST(CellSummary, FinalLossMeanIsTheGroupsLoss) {
+  const std::vector<std::vector<double>> rows = {{0, 1}};
+  const auto r0 = make_rank(0, kTrainPhases, 0, rows, {{"final_loss", 2.0}});
+  const auto r1 = make_rank(1, kTrainPhases, 0, rows, {{"final_loss", 3.0}});
+  EXPECT_DOUBLE_EQ(summarize_cell(train_cell(2, 4), {r0, r1}).final_loss_mean, 2.5);
+  EXPECT_TRUE(std::isnan(
+      summarize_cell(train_cell(2, 4), {r0, make_rank(1, kTrainPhases, 0, rows)}).final_loss_mean))
+      << "a rank without a loss";
+}
+
+// Note [CPU oversubscription]: the most loaded node's busy threads per core.
+TEST(CellSummary, CpuThreadsPerCoreIsTheWorstRanks) {
+  const std::vector<std::vector<double>> rows = {{0, 1}};
+  const std::map<std::string, double> fits = {
+      {"node_cores", 8}, {"node_workers", 2}, {"cpu_threads", 3}, {"mpi_comm_threads", 1}};
+  std::map<std::string, double> crowded = fits;
+  crowded["cpu_threads"] = 5;  // 2 x (5 + 1) / 8 = 1.5
+  const auto r0 = make_rank(0, kTrainPhases, 0, rows, fits);
+  const auto r1 = make_rank(1, kTrainPhases, 0, rows, crowded);
+  EXPECT_DOUBLE_EQ(summarize_cell(train_cell(2, 4), {r0, r0}).cpu_threads_per_core, 1.0);
+  EXPECT_DOUBLE_EQ(summarize_cell(train_cell(2, 4), {r0, r1}).cpu_threads_per_core, 1.5);
+  EXPECT_TRUE(std::isnan(summarize_cell(train_cell(2, 4), {r0, make_rank(1, kTrainPhases, 0, rows)})
+                             .cpu_threads_per_core));
+}
+
 TEST(CellSummary, TooFewIterationsAndHighCvAreFlagged) {
   const auto few =
       make_rank(0, kTrainPhases, 0, {{0, 1}, {0, 1}, {0, 1}, {0, 1}}, {{"param_checksum", 1.0}});

@@ -141,6 +141,18 @@ TEST(FormatSummaryTable, NcclTestsStyle) {
   EXPECT_EQ(table, expected);
 }
 
+// Note [CPU oversubscription]: one warning line naming the worst cell.
+TEST(FormatSummaryTable, WarnsWhenCellsRanMoreBusyThreadsThanCores) {
+  auto overview = overview_fixture();
+  EXPECT_EQ(format_summary_table(summary_rows(overview)).find("warning"), std::string::npos);
+  overview["cells"]["bbbb"]["summary"]["cpu_threads_per_core"] = 1.5;
+  const std::string table = format_summary_table(summary_rows(overview));
+  EXPECT_NE(table.find("# warning: 1 cell ran more busy CPU threads than cores (worst 1.50 per "
+                       "core: bbbb mlp-train train)"),
+            std::string::npos)
+      << table;
+}
+
 TEST(InfoJson, StableKeys) {
   const auto json = info_json("r.h5", overview_fixture());
   EXPECT_EQ(json.at("file"), "r.h5");
