@@ -3,21 +3,17 @@
 // worker ranks (1..N) measure. docs/probe.md.
 #include <mpi.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include "common/error.h"
-#include "common/logging.h"
-#include "common/mpi_comm.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/probe_file.h"
-#include "protocol/worker_loop.h"
+#include "orchestrator/worker_job.h"
 
 namespace scalebench {
 namespace {
-
-constexpr int kReportTag = 7301;
 
 struct ProbeCommandOptions {
   ProbeOptions probe;
@@ -49,79 +45,34 @@ int64_t parse_bytes(const std::string& text, const char* option) {
   return value << shift;
 }
 
-/// Group rank 0 of the workers sends rank 0 the report (or the error) as text.
-void send_report(bool ok, const std::string& text) {
-  const int header[2] = {ok ? 1 : 0, static_cast<int>(text.size())};
-  MPI_CHECK(MPI_Send(header, 2, MPI_INT, 0, kReportTag, MPI_COMM_WORLD));
-  MPI_CHECK(MPI_Send(text.data(), header[1], MPI_CHAR, 0, kReportTag, MPI_COMM_WORLD));
-}
-
-std::pair<bool, std::string> receive_report() {
-  int header[2] = {0, 0};
-  MPI_CHECK(MPI_Recv(header, 2, MPI_INT, 1, kReportTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-  std::string text(static_cast<size_t>(header[1]), '\0');
-  MPI_CHECK(
-      MPI_Recv(text.data(), header[1], MPI_CHAR, 1, kReportTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-  return {header[0] == 1, text};
-}
-
 int probe_command(const ProbeCommandOptions& options, const WorkerFactory& worker) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  std::optional<MpiRuntime> mpi;
-  if (initialized == 0) mpi.emplace(nullptr, nullptr);
-  const int rank = world_rank();
-  LogOptions log;
-  log.rank = rank;
-  log.console = rank == 0;
-  init_logging(log);
-  if (world_size() < 2) {
-    throw InputError(
-        "scalebench probe needs at least 2 MPI ranks (rank 0 reports, the others measure): "
-        "start it as `mpirun -np <workers+1> scalebench probe`");
-  }
   if (!worker.make_probe) {
     throw FatalError("this scalebench build has no worker (built without LibTorch)");
   }
   ProbeOptions probe = options.probe;
   probe.min_bytes = parse_bytes(options.min_bytes, "--min-bytes");
   probe.max_bytes = parse_bytes(options.max_bytes, "--max-bytes");
-  const WorkerContext context = discover_worker_context();
-  MPI_Comm split = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : 0, rank, &split));
-  const Communicator workers(split);
-
-  int status = kExitOk;
-  if (rank != 0) {
-    std::string text;
-    bool ok = true;
-    try {
-      text = to_json_text(worker.make_probe()->run(probe, workers.get(), context));
-    } catch (const std::exception& error) {
-      ok = false;
-      text = error.what();
-    }
-    if (workers.rank() == 0) send_report(ok, text);
-  } else {
-    const auto [ok, text] = receive_report();
-    if (!ok) {
-      std::cerr << "scalebench probe: " << text << "\n";
-      status = kExitBadInput;
-    } else {
-      const ProbeReport report = probe_report_from_json_text(text);
-      std::cout << format_probe_table(report) << std::flush;
-      if (!options.output.empty()) {
-        write_probe_file(options.output, report);
-        std::cout << "# written to " << options.output << " (scalebench analyze " << options.output
-                  << ")\n";
-      }
-      for (const auto& row : report.rows) {
-        if (!row.ok) status = kExitCellsFailed;
-      }
-    }
-  }
-  MPI_CHECK(MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD));
-  return status;
+  return run_worker_job(
+      "probe", "`mpirun -np <workers+1> scalebench probe`",
+      [&](MPI_Comm workers, const WorkerContext& context) {
+        return to_json_text(worker.make_probe()->run(probe, workers, context));
+      },
+      [&](bool worked, const std::string& text) {
+        if (!worked) {
+          std::cerr << "scalebench probe: " << text << "\n";
+          return kExitBadInput;
+        }
+        const ProbeReport report = probe_report_from_json_text(text);
+        std::cout << format_probe_table(report) << std::flush;
+        if (!options.output.empty()) {
+          write_probe_file(options.output, report);
+          std::cout << "# written to " << options.output << " (scalebench analyze "
+                    << options.output << ")\n";
+        }
+        const bool all_exact = std::all_of(report.rows.begin(), report.rows.end(),
+                                           [](const ProbeRow& row) { return row.ok; });
+        return all_exact ? kExitOk : kExitCellsFailed;
+      });
 }
 
 }  // namespace
