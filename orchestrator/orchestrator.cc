@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/mpi_comm.h"
+#include "common/poll_backoff.h"
 #include "orchestrator/progress.h"
 #include "orchestrator/progress_watchdog.h"
 #include "orchestrator/scheduler.h"
@@ -40,12 +41,13 @@ std::vector<WorkerHello> collect_hellos(int world_size, double limit_s) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(limit_s));
-  auto sleep = std::chrono::microseconds(50);
+  PollBackoff backoff;  // Note [Polling back-off]
   while (static_cast<int>(hellos.size()) < world_size - 1) {
     if (auto message = try_receive_message(MPI_ANY_SOURCE, {Tag::kHello}, MPI_COMM_WORLD)) {
       auto hello = deserialize_hello(message->bytes);
       hello.world_rank = message->source;
       hellos.push_back(std::move(hello));
+      backoff.reset();
       continue;
     }
     if (limit_s > 0 && std::chrono::steady_clock::now() > deadline) {
@@ -59,8 +61,7 @@ std::vector<WorkerHello> collect_hellos(int world_size, double limit_s) {
                        " s of the start (--hang-limit): they are stuck or cannot start "
                        "their device; nothing was run");
     }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+    backoff.wait();
   }
   std::sort(hellos.begin(), hellos.end(),
             [](const auto& a, const auto& b) { return a.world_rank < b.world_rank; });
@@ -122,7 +123,7 @@ class Loop {
     fault_point("start", 0);
     auto pending = schedulable(cells_, workers_.size());
     scheduler_.emplace(slots(workers_), std::move(pending), options_.scheduling);
-    auto sleep = std::chrono::microseconds(50);
+    PollBackoff backoff;  // Note [Polling back-off]
     while (!scheduler_->done() && !outcome_.abort_message) {
       watchdog.beat();
       handle_signals();
@@ -130,12 +131,11 @@ class Loop {
       if (!stopping_) dispatch();
       if (auto message = try_receive_message(MPI_ANY_SOURCE, {Tag::kResult}, MPI_COMM_WORLD)) {
         handle_result(*message);
-        sleep = std::chrono::microseconds(50);
+        backoff.reset();
         continue;
       }
       check_watchdog();
-      std::this_thread::sleep_for(sleep);
-      sleep = std::min(sleep * 2, std::chrono::microseconds(5000));
+      backoff.wait();
     }
     fault_point("finish", 0);
     return outcome_;

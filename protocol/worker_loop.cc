@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/mpi_comm.h"
+#include "common/poll_backoff.h"
 #include "protocol/fault_injection.h"
 
 namespace scalebench {
@@ -16,14 +17,13 @@ constexpr int kGroupTagBase = 1000;
 
 /// Blocks (politely) until rank 0 sends any message; returns its tag and size.
 MPI_Status wait_for_message_from_orchestrator() {
-  auto sleep = std::chrono::microseconds(50);
+  PollBackoff backoff;  // Note [Polling back-off]
   for (;;) {
     int flag = 0;
     MPI_Status status{};
     MPI_CHECK(MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status));
     if (flag != 0) return status;
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::microseconds(2000));
+    backoff.wait();
   }
 }
 

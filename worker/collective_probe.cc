@@ -111,7 +111,8 @@ class Measurement {
     torch::Tensor result = output_.defined() ? output_ : input_;
     torch::Tensor expected;
     if (op_ == "allreduce") {
-      expected = pattern * static_cast<float>(size * (size + 1) / 2);
+      const int64_t rank_sum = size * (size + 1) / 2;  // 1 + 2 + ... + size, exact
+      expected = pattern * static_cast<float>(rank_sum);
     } else if (op_ == "broadcast") {
       expected = pattern;
     } else {
@@ -246,6 +247,7 @@ std::vector<std::string> allgather_text(MPI_Comm comm, const std::string& text) 
   MPI_CHECK(MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(),
                            offsets.data(), MPI_CHAR, comm));
   std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
                              static_cast<size_t>(lengths[static_cast<size_t>(r)])));
