@@ -234,16 +234,17 @@ SelfTestCheck check_timer(const std::string& name, const torch::Device& device,
 #ifdef SCALEBENCH_HAVE_CUDA
 SelfTestCheck check_cuda_memory(const torch::Device& device) {
   constexpr int64_t kBytes = 64LL << 20;
-  const int index = device.index();
+  const c10::DeviceIndex device_index = device.index();
+  const int index = static_cast<unsigned char>(device_index);  // >= 0 for a CUDA device
   synchronize_device(device);
   reset_cuda_peak_memory(index);
   const int64_t before = read_cuda_peak_memory(index).allocated_bytes;
-  const auto stats_before = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+  const auto stats_before = c10::cuda::CUDACachingAllocator::getDeviceStats(device_index);
   int64_t grown = 0;
   int64_t allocator_grown = 0;
   {
     const auto block = torch::empty({kBytes}, torch::TensorOptions(torch::kByte).device(device));
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_index);
     constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
     allocator_grown =
         stats.allocated_bytes[kAll].current - stats_before.allocated_bytes[kAll].current;
