@@ -192,20 +192,27 @@ def _read_meta(f: h5py.File, path: str) -> tuple[str, dict]:
             f"is not a string)"
         )
     check_layout_version(version, path)
+    return version, read_root_attributes(f, names, _JSON_ROOT_ATTRS)
+
+
+def read_root_attributes(f: h5py.File, names, json_names) -> dict:
+    """Every root attribute of `names`, decoded (None when unreadable: shown as missing),
+    those of `json_names` parsed from their JSON text (kept as text when it is not JSON).
+    Shared by results files and probe files (probe.py)."""
     meta = {}
     for name in names:
         try:
             meta[name] = _decode(f.attrs[name])
         except (OSError, KeyError, ValueError, TypeError):
-            meta[name] = None  # an unreadable provenance attribute: shown as missing
-    for name in _JSON_ROOT_ATTRS:
+            meta[name] = None
+    for name in json_names:
         text = meta.get(name)
         if isinstance(text, str) and text:
             try:
                 meta[name] = json.loads(text)
             except json.JSONDecodeError:
-                pass  # kept as text
-    return version, meta
+                pass
+    return meta
 
 
 def _one_line(error: BaseException) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ProbeFileError, UsageError
-from .loader import _decode, _one_line, _open
+from .loader import _decode, _one_line, _open, read_root_attributes
 
 #: Root attribute that marks a probe file, and the major version of it this package reads.
 PROBE_VERSION_ATTRIBUTE = "scalebench_probe_version"
@@ -101,20 +101,7 @@ def _read_meta(f: h5py.File, path: str) -> tuple[str, dict]:
     except (OSError, KeyError, ValueError, TypeError) as error:
         raise ProbeFileError(f"{path}: damaged root attributes: {_one_line(error)}") from None
     check_probe_version(version, path)
-    meta = {}
-    for name in names:
-        try:
-            meta[name] = _decode(f.attrs[name])
-        except (OSError, KeyError, ValueError, TypeError):
-            meta[name] = None  # unreadable: shown as missing
-    for name in _JSON_ROOT_ATTRS:
-        text = meta.get(name)
-        if isinstance(text, str) and text:
-            try:
-                meta[name] = json.loads(text)
-            except json.JSONDecodeError:
-                pass  # kept as text
-    return version, meta
+    return version, read_root_attributes(f, names, _JSON_ROOT_ATTRS)
 
 
 def _read_columns(f: h5py.File, path: str) -> dict:
