@@ -1,6 +1,9 @@
 #include "worker/device_selection.h"
 
+#include <sched.h>
 #include <torch/cuda.h>
+
+#include <filesystem>
 
 #include "common/error.h"
 
@@ -32,6 +35,39 @@ std::string describe(const torch::Device& device) {
   if (device.is_cuda()) return cuda_device_name(device.index());
 #endif
   return device.str();
+}
+
+std::map<std::string, double> device_metrics(const torch::Device& device) {
+  std::map<std::string, double> metrics;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  int first = -1;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    metrics["cpu_affinity_cores"] = CPU_COUNT(&allowed);
+    for (int cpu = 0; cpu < CPU_SETSIZE && first < 0; ++cpu) {
+      if (CPU_ISSET(cpu, &allowed)) first = cpu;
+    }
+  }
+  double node = -1;
+  if (first >= 0) {
+    std::error_code error;
+    const std::filesystem::path cpu_dir = "/sys/devices/system/cpu/cpu" + std::to_string(first);
+    for (const auto& entry : std::filesystem::directory_iterator(cpu_dir, error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("node", 0) == 0 && name.size() > 4 &&
+          name.find_first_not_of("0123456789", 4) == std::string::npos) {
+        node = std::stod(name.substr(4));
+      }
+    }
+  }
+  metrics["numa_node"] = node;
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda())
+    metrics.merge(cuda_device_metrics(static_cast<unsigned char>(device.index())));
+#else
+  (void)device;
+#endif
+  return metrics;
 }
 
 void make_current(const torch::Device& device) {

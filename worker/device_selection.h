@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,12 @@ std::string describe(const torch::Device& device);
 /// Makes `device` the calling thread's current CUDA device (nothing for the CPU).
 void make_current(const torch::Device& device);
 
+/// Where this rank runs, as per-rank metrics (docs/metrics.md): `cpu_affinity_cores` (CPUs
+/// the rank may run on), `numa_node` (of the first of them; -1 when unknown) and, on a
+/// CUDA device, `gpu_memory_bytes`, `gpu_multiprocessors`, `gpu_compute_capability` (9.0),
+/// `cuda_driver_version` (13000) and `cudnn_version` (91000; 0 without cuDNN).
+std::map<std::string, double> device_metrics(const torch::Device& device);
+
 #ifdef SCALEBENCH_HAVE_CUDA
 /// Name of CUDA device `index` (worker/torch_cell_runner_cuda.cc).
 std::string cuda_device_name(int index);
@@ -29,6 +36,8 @@ std::string cuda_device_name(int index);
 void set_current_cuda_device(int index);
 /// Compute capability (major, minor) of CUDA device `index`.
 std::pair<int, int> cuda_compute_capability(int index);
+/// The GPU part of device_metrics (worker/torch_cell_runner_cuda.cc).
+std::map<std::string, double> cuda_device_metrics(int index);
 #endif
 
 }  // namespace scalebench

@@ -175,6 +175,7 @@ class TorchCellRunner : public CellRunner {
       if (device.is_cuda()) set_current_cuda_device(device.index());
 #endif
       result.device = describe(device);
+      result.metrics.merge(device_metrics(device));
       phase = FailurePhase::kSetup;
       const int threads =
           configure_cpu_threads(context.node_cores, context.local_workers, cell.cpu_threads);
