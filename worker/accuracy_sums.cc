@@ -1,6 +1,7 @@
 #include "worker/accuracy_sums.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -118,6 +119,14 @@ void copy_weights(models::ZooModel& from, models::ZooModel& to) {
     target[i].second.copy_(source[i].second);
   }
 }
+
+namespace {
+std::atomic<double> output_shift{0.0};
+}  // namespace
+
+void set_validation_output_shift_for_testing(double shift) { output_shift = shift; }
+
+double validation_output_shift() { return output_shift; }
 
 ReferenceMathScope::ReferenceMathScope()
     : tf32_cublas_(at::globalContext().allowTF32CuBLAS()),

@@ -33,6 +33,12 @@ OutputSums reduce_output_sums(const OutputSums& mine, MPI_Comm group);
 /// differ). Throws CellError(kValidation) when their state entries do not match.
 void copy_weights(models::ZooModel& from, models::ZooModel& to);
 
+/// Tests only ("a deliberately broken variant"): while `shift` is not 0, inference
+/// validation adds shift x max|output| to every output of the cell before comparing, so
+/// the verdict must fail. 0 (the default) leaves outputs alone; nothing but tests sets it.
+void set_validation_output_shift_for_testing(double shift);
+double validation_output_shift();
+
 /// fp32 math while in scope: TF32 (cuBLAS and cuDNN) and cuDNN autotuning off; the previous
 /// settings come back at the end of the scope.
 class ReferenceMathScope {

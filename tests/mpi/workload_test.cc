@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/mpi_comm.h"
+#include "worker/accuracy_sums.h"
 #include "worker/torch_cell_runner.h"
 
 namespace scalebench {
@@ -194,8 +195,7 @@ TEST(WorkloadMpi, InferenceValidationReducesExactlyAcrossRanks) {
   CellSpec cell = inference_cell("unet3d", {1, 8, 8, 8});
   cell.precision = Precision::kBf16;
   cell.validate = true;
-  cell.validation_samples = 5;
-  cell.tolerance = 0.05;
+  cell.validation_samples = 5;  // the default tolerance, 0.01
   // The same kernels on the same shapes, hence the same outputs, in both runs: one thread,
   // and batches of one sample (a bf16 kernel's rounding may depend on the batch size).
   cell.cpu_threads = 1;
@@ -219,6 +219,26 @@ TEST(WorkloadMpi, InferenceValidationReducesExactlyAcrossRanks) {
   EXPECT_GT(single.accuracy->values.at("ssim"), 0.9);
   EXPECT_EQ(group.accuracy->verdict, "passed") << group.accuracy->failed_checks.front();
   EXPECT_GT(group.metrics.at("validation_s"), 0.0);
+}
+
+TEST(WorkloadMpi, Bf16InferencePassesAtTheDefaultToleranceAndABrokenVariantFails) {
+  CellSpec cell = inference_cell("resnet18", {3, 32, 32});
+  cell.precision = Precision::kBf16;
+  cell.validate = true;
+  const RankResult kept = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(kept.status, CellStatus::kOk) << kept.reason;
+  ASSERT_TRUE(kept.accuracy);
+  EXPECT_EQ(kept.accuracy->values.at("tolerance"), 0.01);
+  EXPECT_EQ(kept.accuracy->verdict, "passed") << kept.accuracy->failed_checks.front();
+  EXPECT_GT(kept.accuracy->values.at("mae"), 0.0) << "bf16 differs from fp32";
+  set_validation_output_shift_for_testing(0.05);
+  const RankResult broken = run_cell(cell, MPI_COMM_WORLD);
+  set_validation_output_shift_for_testing(0.0);
+  ASSERT_TRUE(broken.accuracy);
+  EXPECT_EQ(broken.accuracy->verdict, "failed");
+  ASSERT_FALSE(broken.accuracy->failed_checks.empty());
+  EXPECT_EQ(broken.accuracy->failed_checks.front().rfind("mae_rel ", 0), 0U)
+      << broken.accuracy->failed_checks.front();
 }
 
 TEST(WorkloadMpi, InferenceValidationOfAnUnoptimizedCellFindsNoDifference) {
@@ -245,7 +265,10 @@ TEST(WorkloadMpi, TrainingValidationReplaysTheStepsAndNamesTheFailedCheck) {
   EXPECT_LE(same.accuracy->values.at("param_rel_distance"), 1e-6);
   EXPECT_EQ(same.accuracy->verdict, "passed");
 
-  cell.precision = Precision::kBf16;
+  cell.precision = Precision::kBf16;  // the default tolerance: bf16 training keeps it
+  const RankResult kept = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_TRUE(kept.accuracy);
+  EXPECT_EQ(kept.accuracy->verdict, "passed") << kept.accuracy->failed_checks.front();
   cell.tolerance = 1e-9;
   const RankResult bf16 = run_cell(cell, MPI_COMM_WORLD);
   ASSERT_EQ(bf16.status, CellStatus::kOk) << "a failed verdict does not fail the cell";

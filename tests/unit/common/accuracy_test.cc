@@ -107,6 +107,27 @@ TEST(Accuracy, IdenticalOutputsHaveInfinitePsnrAndPass) {
   EXPECT_EQ(accuracy_summary(report), "passed");
 }
 
+// PSNR of a known noise level: uniform error 0.1 on a reference of range 1 is 20 dB;
+// orthogonal outputs have cosine 0 and fail.
+TEST(Accuracy, KnownNoiseLevelAndOrthogonalOutputs) {
+  OutputSums noisy;
+  noisy.samples = 1;
+  noisy.elements = 100;
+  noisy.sum_abs = 100 * 0.1;
+  noisy.sum_sq = 100 * 0.01;
+  noisy.dot = noisy.out_sq = noisy.ref_sq = 50;
+  const AccuracyReport report = finish_inference(noisy, 0.0, 1.0, 0.2);
+  EXPECT_NEAR(report.values.at("psnr_db"), 20.0, 1e-12);
+  EXPECT_NEAR(report.values.at("rmse"), 0.1, 1e-12);
+  OutputSums orthogonal = noisy;  // o = (1, 0), r = (0, 1)
+  orthogonal.dot = 0;
+  orthogonal.out_sq = orthogonal.ref_sq = 1;
+  const AccuracyReport apart = finish_inference(orthogonal, 0.0, 1.0, 0.2);
+  EXPECT_EQ(apart.values.at("cosine_similarity"), 0.0);
+  EXPECT_EQ(apart.verdict, "failed");
+  EXPECT_EQ(apart.failed_checks.front(), "1-cosine 1 > 0.2");
+}
+
 TEST(Accuracy, NothingComparedIsNotAPass) {
   const AccuracyReport report = finish_inference(OutputSums{}, 0.0, 0.0, 0.01);
   EXPECT_TRUE(std::isnan(report.values.at("mae")));

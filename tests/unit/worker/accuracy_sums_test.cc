@@ -62,6 +62,20 @@ TEST(AccuracySums, Ssim2dEqualsItsDefinition) {
   EXPECT_LT(sum / count, 0.99);
 }
 
+// A reference implementation's value, computed once and written here: scikit-image 0.25
+// structural_similarity(x, y, data_range=x.max()-x.min(), gaussian_weights=True, sigma=1.5,
+// use_sample_covariance=False) of this 24x24 image and itself shifted by one column.
+TEST(AccuracySums, SsimOfAShiftedImageMatchesScikitImage) {
+  const auto i = torch::arange(24, torch::kDouble).unsqueeze(1);
+  const auto j = torch::arange(24, torch::kDouble).unsqueeze(0);
+  const auto x =
+      torch::sin(i * 0.3) + torch::cos(j * 0.2) + 0.1 * torch::remainder(i * 7 + j * 3, 5);
+  const auto y = torch::roll(x, 1, 1);
+  const double range = (x.max() - x.min()).item<double>();
+  const auto [sum, count] = ssim_sums(x.view({1, 1, 24, 24}), y.view({1, 1, 24, 24}), range);
+  EXPECT_NEAR(sum / count, 0.6421373750078155, 1e-4);
+}
+
 TEST(AccuracySums, SsimWindowShrinksToSmallImagesAndIsOneForIdenticalOnes) {
   torch::manual_seed(2);
   const auto x = torch::rand({2, 3, 8, 8}, torch::kDouble);
