@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <numeric>
+#include <optional>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
@@ -20,25 +21,6 @@ constexpr int64_t kGpuMaxBytes = 1LL << 30;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double group_max(double value, MPI_Comm comm) {
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return value;
-}
-
-Device parse_device(const std::string& text) {
-  if (text == "auto") return Device::kAuto;
-  if (text == "cpu") return Device::kCpu;
-  if (text == "cuda") return Device::kCuda;
-  throw InputError("--device " + text + ": use auto, cpu or cuda");
-}
-
-Backend parse_backend(const std::string& text) {
-  if (text == "auto") return Backend::kAuto;
-  if (text == "mpi") return Backend::kMpi;
-  if (text == "nccl") return Backend::kNccl;
-  throw InputError("--backend " + text + ": use auto, mpi or nccl");
 }
 
 void check_operations(const std::vector<std::string>& operations) {
@@ -158,6 +140,13 @@ class TorchCollectiveProbe : public CollectiveProbe {
   ProbeReport run(const ProbeOptions& requested, MPI_Comm workers,
                   const WorkerContext& context) override {
     check_operations(requested.operations);
+    const std::optional<Device> requested_device = parse_device(requested.device);
+    if (!requested_device)
+      throw InputError("--device " + requested.device + ": use auto, cpu or cuda");
+    const std::optional<Backend> requested_backend = parse_backend(requested.backend);
+    if (!requested_backend) {
+      throw InputError("--backend " + requested.backend + ": use auto, mpi or nccl");
+    }
     if (requested.iterations < 1 || requested.warmup < 0) {
       throw InputError("--iterations must be >= 1 and --warmup >= 0");
     }
@@ -167,9 +156,9 @@ class TorchCollectiveProbe : public CollectiveProbe {
     torch::Device device = torch::kCPU;
     Backend backend_kind = Backend::kMpi;
     try {
-      device = select_device(parse_device(requested.device), context);
+      device = select_device(*requested_device, context);
       make_current(device);
-      backend_kind = resolve_backend(parse_backend(requested.backend), device);
+      backend_kind = resolve_backend(*requested_backend, device);
     } catch (const std::exception& error) {
       problem = error.what();
     }
@@ -234,6 +223,11 @@ class TorchCollectiveProbe : public CollectiveProbe {
 };
 
 }  // namespace
+
+double group_max(double value, MPI_Comm comm) {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return value;
+}
 
 std::vector<std::string> allgather_text(MPI_Comm comm, const std::string& text) {
   int size = 0;

@@ -14,6 +14,9 @@ namespace scalebench {
 
 std::unique_ptr<CollectiveProbe> make_collective_probe();
 
+/// The largest `value` of the ranks of `comm` (MPI_Allreduce MAX); every rank gets it.
+double group_max(double value, MPI_Comm comm);
+
 /// `text` of every rank of `comm`, in rank order (MPI_Allgatherv).
 std::vector<std::string> allgather_text(MPI_Comm comm, const std::string& text);
 

@@ -65,11 +65,6 @@ std::string fixed(const char* format, double value) {
   return text;
 }
 
-double group_max(double value, MPI_Comm comm) {
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return value;
-}
-
 /// The same check on every rank: the worst rank's outcome (fail > pass > skip) and its
 /// detail; a rank's failure names the rank.
 SelfTestCheck agree(const SelfTestCheck& mine, int world_rank, MPI_Comm comm) {

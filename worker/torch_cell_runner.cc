@@ -171,9 +171,7 @@ class TorchCellRunner : public CellRunner {
     FailurePhase phase = FailurePhase::kDevice;
     try {
       device = select_device(cell.device, context);
-#ifdef SCALEBENCH_HAVE_CUDA
-      if (device.is_cuda()) set_current_cuda_device(device.index());
-#endif
+      make_current(device);
       result.device = describe(device);
       result.metrics.merge(device_metrics(device));
       phase = FailurePhase::kSetup;
