@@ -18,7 +18,7 @@ constexpr std::array<std::pair<const char*, CellStatus>, 7> kStatuses{{
     {"interrupted", CellStatus::kInterrupted},
 }};
 
-constexpr std::array<std::pair<const char*, FailurePhase>, 22> kPhases{{
+constexpr std::array<std::pair<const char*, FailurePhase>, 23> kPhases{{
     {"", FailurePhase::kNone},
     {"inputs", FailurePhase::kInputs},
     {"prepare", FailurePhase::kPrepare},
@@ -36,6 +36,7 @@ constexpr std::array<std::pair<const char*, FailurePhase>, 22> kPhases{{
     {"loop", FailurePhase::kLoop},
     {"metrics", FailurePhase::kMetrics},
     {"validation", FailurePhase::kValidation},
+    {"batch_search", FailurePhase::kBatchSearch},
     {"group", FailurePhase::kGroup},
     {"worker", FailurePhase::kWorker},
     {"fatal", FailurePhase::kFatal},

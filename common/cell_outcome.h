@@ -35,6 +35,7 @@ enum class FailurePhase {
   kLoop,           ///< inside the timed loop, outside the phases above
   kMetrics,        ///< collecting the cell's metrics after the loop
   kValidation,     ///< the accuracy comparison after the loop (validate: true)
+  kBatchSearch,    ///< batch_size auto: the probes (Note [Batch search]); none fit, or one failed
   kGroup,          ///< another rank of the group failed first (see Note [Group agreement])
   kWorker,         ///< an unexpected error on a worker rank outside the runner's contract
   kFatal,          ///< a FatalError: the group is unusable and the job ends

@@ -166,14 +166,18 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
   return spec;
 }
 
+std::string batch_text(int64_t batch_size) {
+  return batch_size == kBatchAuto ? "auto" : std::to_string(batch_size);
+}
+
 std::string cell_label(const CellSpec& spec) {
   const std::string branch = spec.branch.empty() ? "-" : spec.branch;
   std::string label = branch + "/" + spec.experiment + "/" + to_string(spec.mode) + "/b" +
-                      std::to_string(spec.batch_size) + "/w" + std::to_string(spec.world_size) +
+                      batch_text(spec.batch_size) + "/w" + std::to_string(spec.world_size) +
                       "/" + to_string(spec.precision);
   for (const auto& key : spec.label_settings) {
     if (const SettingDef* setting = find_setting(key)) {
-      label += "/" + key + "=" + setting_text(setting->get(spec));
+      label += "/" + key + "=" + setting_text(*setting, setting->get(spec));
     }
   }
   return label;

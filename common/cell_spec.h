@@ -57,6 +57,9 @@ struct ModelSpec {
   bool operator==(const ModelSpec&) const = default;
 };
 
+/// `batch_size: auto` in a matrix: the cell searches its batch (Note [Batch search]).
+inline constexpr int64_t kBatchAuto = 0;
+
 struct CellSpec {
   // --- what is benchmarked -------------------------------------------------------------
   std::string branch;      ///< ref as written in the matrix; "" when the matrix has no repo
@@ -72,7 +75,7 @@ struct CellSpec {
   std::string checkpoint;  ///< inference: checkpoint path in the branch tree, "" = none
 
   // --- how it is run ---------------------------------------------------------------------
-  int64_t batch_size = 1;  ///< per rank
+  int64_t batch_size = 1;  ///< per rank; kBatchAuto: searched by the worker
   int world_size = 1;      ///< number of worker ranks in the cell's group
   Precision precision = Precision::kFp32;
   bool channels_last = false;
@@ -96,6 +99,16 @@ struct CellSpec {
   bool validate = false;            ///< compare against an fp32 reference after the loop
   double tolerance = 0.01;          ///< relative (docs/accuracy.md)
   int64_t validation_samples = 64;  ///< inference: samples compared, all ranks together
+
+  // --- batch size auto (Note [Batch search] in common/batch_search.h) -------------------
+  // batch_size == kBatchAuto: the worker searches the batch; these bound and steer it.
+  // memory_limit_mb applies to every cell: a peak above it records the cell `oom`.
+  int64_t min_batch = 1;
+  int64_t max_batch = 65536;
+  double memory_limit_mb = 0;  ///< per-worker memory budget, MiB; 0 = none (auto: see docs)
+  double safety_margin = 0.1;  ///< auto: share of the budget the recommended batch leaves free
+  double latency_slo_ms = 0;   ///< auto: p99 step/batch time the recommended batch meets; 0 = none
+  int64_t probe_iterations = 5;  ///< auto: measured iterations per probe
 
   // --- bookkeeping (not part of the identity) -------------------------------------------
   std::string source;   ///< "file:line" where the cell's experiment was declared
@@ -129,6 +142,9 @@ CellSpec finalize_cell_id(CellSpec spec);
 /// InputError naming the missing or ill-typed field.
 nlohmann::json to_json(const CellSpec& spec);
 CellSpec cell_spec_from_json(const nlohmann::json& json);
+
+/// "auto" for kBatchAuto, else the number.
+std::string batch_text(int64_t batch_size);
 
 /// Short label for logs and tables: "main/mlp-train/train/b16/w2/fp32", then
 /// "/<key>=<value>" for each of `label_settings`.

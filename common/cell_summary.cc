@@ -131,11 +131,16 @@ double peak_memory(const std::vector<RankTable>& tables) {
   return kNaN;
 }
 
-double mean_metric(const std::vector<RankTable>& tables, const char* name) {
+/// Sum over ranks of a metric; NaN when a rank lacks it or there is no rank.
+double sum_metric(const std::vector<RankTable>& tables, const char* name) {
   if (tables.empty()) return kNaN;
   double sum = 0.0;
   for (const auto& t : tables) sum += t.metric(name);  // NaN stays NaN
-  return sum / static_cast<double>(tables.size());
+  return sum;
+}
+
+double mean_metric(const std::vector<RankTable>& tables, const char* name) {
+  return sum_metric(tables, name) / static_cast<double>(tables.size());
 }
 
 // Note [CPU oversubscription]
@@ -159,6 +164,18 @@ double cpu_threads_per_core(const std::vector<RankTable>& tables) {
   return worst;
 }
 
+/// Samples the measured loops processed: the global batches of the measured iterations
+/// (training; the fewest any rank ran), or inference_samples.
+double measured_samples(const CellSpec& cell, const std::vector<RankTable>& tables) {
+  if (cell.mode != Mode::kTrain) return inference_samples(cell, tables);
+  double iterations = kNaN;
+  for (const auto& t : tables) {
+    const double v = t.metric("measured_iterations");
+    if (std::isnan(iterations) || v < iterations) iterations = v;
+  }
+  return static_cast<double>(cell.batch_size) * cell.world_size * iterations;
+}
+
 bool replicas_in_sync(const std::vector<RankTable>& tables, double rel_tolerance) {
   if (tables.empty()) return false;
   const double reference = tables.front().metric("param_checksum");
@@ -173,13 +190,34 @@ bool replicas_in_sync(const std::vector<RankTable>& tables, double rel_tolerance
 
 }  // namespace
 
-CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& ranks) {
-  const bool train = cell.mode == Mode::kTrain;
+CellSummary summarize_cell(const CellSpec& spec, const std::vector<RankResult>& ranks) {
+  const bool train = spec.mode == Mode::kTrain;
   std::vector<RankTable> tables;
   tables.reserve(ranks.size());
   for (const auto& r : ranks) tables.emplace_back(r);
 
   CellSummary s;
+  CellSpec cell = spec;  // as it ran: batch_size auto becomes the chosen batch
+  if (spec.batch_size == kBatchAuto) {
+    const double chosen = tables.empty() ? kNaN : tables.front().metric("batch_size");
+    cell.batch_size = std::isnan(chosen) ? 0 : static_cast<int64_t>(chosen);
+    double budget = kNaN;
+    for (const auto& t : tables) {
+      const double v = t.metric("memory_budget_bytes");
+      if (std::isnan(budget) || v < budget) budget = v;
+    }
+    s.memory_budget_bytes = budget;
+    BatchChoiceSettings choice;
+    choice.safety_margin = spec.safety_margin;
+    choice.latency_slo_s = spec.latency_slo_ms / 1000.0;
+    choice.memory_budget_bytes = std::isnan(budget) ? 0 : budget;
+    // Every rank holds the same reduced probes; a rank that failed before them has none.
+    const auto with_probes = std::find_if(ranks.begin(), ranks.end(),
+                                          [](const RankResult& r) { return !r.probes.empty(); });
+    s.batch_figures = batch_figures(
+        with_probes == ranks.end() ? std::vector<BatchProbe>{} : with_probes->probes, choice);
+  }
+  s.batch_size = cell.batch_size;
   s.metric = train ? "step" : "batch";
   if (train) {
     s.time = summarize(slowest_rank_per_row(tables, s.metric));
@@ -198,6 +236,8 @@ CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& 
   s.peak_memory_bytes = peak_memory(tables);
   s.final_loss_mean = train ? mean_metric(tables, "final_loss") : kNaN;
   s.cpu_threads_per_core = cpu_threads_per_core(tables);
+  s.energy_j = sum_metric(tables, "gpu_energy_j");
+  s.samples_per_joule = s.energy_j > 0 ? measured_samples(cell, tables) / s.energy_j : kNaN;
   const ValidityThresholds& limits = s.thresholds;
   s.valid_enough_iterations = s.time.count >= limits.min_iterations;
   s.valid_cv = s.time.cv <= limits.max_cv;  // false for NaN

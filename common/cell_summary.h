@@ -3,9 +3,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/batch_search.h"
 #include "common/cell_spec.h"
 #include "common/messages.h"
 #include "common/stats.h"
@@ -34,6 +36,13 @@ struct ValidityThresholds {
 /// NaN where a value cannot be computed (no measured iteration, no memory metric).
 struct CellSummary {
   std::string metric;  ///< summarised phase: "step" (train) or "batch" (inference)
+  /// The per-rank batch the timed loop ran: the spec's, or for batch_size auto the one the
+  /// search chose (the ranks' `batch_size` metric; 0 when the search found none).
+  int64_t batch_size = 0;
+  /// batch_size auto only (Note [Batch search]): the figures of the group's probes, and the
+  /// memory budget they were judged by (the ranks' `memory_budget_bytes`, smallest).
+  std::optional<BatchFigures> batch_figures;
+  double memory_budget_bytes = 0.0;
   Summary time;        ///< statistics of the per-iteration time; see the layout doc
   double throughput_samples_per_s = 0.0;
   double samples_per_s_per_worker = 0.0;
@@ -46,6 +55,10 @@ struct CellSummary {
   /// mpi_comm_threads) / node_cores; above 1 the node runs more busy threads than cores.
   /// NaN when a rank did not report those metrics.
   double cpu_threads_per_core = 0.0;
+  /// Note [GPU energy] (worker/gpu_power.h): sum over ranks of `gpu_energy_j` over the timed
+  /// loop, and the loop's samples divided by it; NaN unless every rank measured its GPU.
+  double energy_j = 0.0;
+  double samples_per_joule = 0.0;
   bool valid_enough_iterations = false;
   bool valid_cv = false;
   bool valid_replicas_in_sync = false;

@@ -124,7 +124,7 @@ std::string summarize(const ExpandedMatrix& matrix) {
   if (!matrix.branches.empty()) text += ", branches " + join(matrix.branches, ",");
   if (!cells.empty()) {
     text += ", modes " + distinct(cells, &CellSpec::mode, name) + ", batch sizes " +
-            distinct(cells, &CellSpec::batch_size, number) + ", world sizes " +
+            distinct(cells, &CellSpec::batch_size, batch_text) + ", world sizes " +
             distinct(cells, &CellSpec::world_size, number) + ", precisions " +
             distinct(cells, &CellSpec::precision, name);
   }

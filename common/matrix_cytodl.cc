@@ -145,8 +145,11 @@ class RowReader {
       error(trainer, "trainer",
             "unknown trainer '" + trainer.value + "'; use gpu, cuda, ddp, cpu or auto");
     }
-    const auto batch = positive(*fields["batch_size"], "batch_size");
-    if (batch) put(experiment, "batch_size", *batch, *fields["batch_size"], "batch_size");
+    if (trim(fields["batch_size"]->value) == "auto") {  // Note [Batch search]
+      put(experiment, "batch_size", kBatchAuto, *fields["batch_size"], "batch_size");
+    } else if (const auto batch = positive(*fields["batch_size"], "batch_size")) {
+      put(experiment, "batch_size", *batch, *fields["batch_size"], "batch_size");
+    }
     const Mode mode = inference_ ? Mode::kInfer : Mode::kTrain;
     experiment.settings.values["mode"].value = std::vector<SettingValue>{to_string(mode)};
     if (inference_) {

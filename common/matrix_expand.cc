@@ -149,6 +149,11 @@ class ExperimentResolver {
                  "timed); set it on inference cells, or add exclude: [{mode: train, "
                  "cuda_graphs: true}] when sweeping both");
     }
+    if (cell.batch_size == kBatchAuto && cell.min_batch > cell.max_batch) {  // Note [Batch search]
+      error_once(where("min_batch"), "min_batch " + std::to_string(cell.min_batch) +
+                                         " is above max_batch " + std::to_string(cell.max_batch) +
+                                         "; batch_size auto probes from min_batch up to max_batch");
+    }
     if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
       error_once(where("optimizer.momentum"),
                  "momentum applies only to sgd; remove it or use optimizer sgd");
@@ -274,7 +279,8 @@ std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch,
       cell.optimizer = default_optimizer;  // unused by inference; keeps ids stable
       // The effective dataset size is explicit in the cell (and so in the results file):
       // unset means one measured pass of full batches on every rank.
-      if (cell.samples == 0) {
+      // batch_size auto: the worker sizes each probe's and the final loop's dataset itself.
+      if (cell.samples == 0 && cell.batch_size != kBatchAuto) {
         cell.samples = cell.batch_size * cell.world_size * cell.measured_iterations;
       }
     } else {
@@ -295,7 +301,7 @@ size_t cell_count(const std::vector<Axis>& axes) {
 }
 
 void check_samples(const CellSpec& cell, const SourceLocation& where, Diagnostics& diagnostics) {
-  if (cell.mode != Mode::kInfer || cell.samples == 0) return;
+  if (cell.mode != Mode::kInfer || cell.samples == 0 || cell.batch_size == kBatchAuto) return;
   if (cell.samples < cell.batch_size * cell.world_size) {
     diagnostics.error(where, "samples " + std::to_string(cell.samples) +
                                  " is smaller than batch_size x world_size = " +

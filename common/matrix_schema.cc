@@ -205,6 +205,24 @@ const Json* find_enum(const Json* schema) {
   return nullptr;
 }
 
+/// "an integer >= 1 or 'auto'" when `schema` is anyOf an integer and a one-word enum (a
+/// setting with a keyword, common/settings.h); "" otherwise.
+std::string number_or_keyword(const Json* schema) {
+  if (!schema || !schema->contains("anyOf")) return "";
+  std::string number;
+  std::string word;
+  for (const auto& alternative : schema->at("anyOf")) {
+    if (alternative.value("type", Json()) == "integer") {
+      number = "an integer";
+      if (alternative.contains("minimum")) number += " >= " + alternative.at("minimum").dump();
+    } else if (alternative.contains("enum") && alternative.at("enum").size() == 1 &&
+               alternative.at("enum").front().is_string()) {
+      word = alternative.at("enum").front().get<std::string>();
+    }
+  }
+  return number.empty() || word.empty() ? "" : number + " or '" + word + "'";
+}
+
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
 }
@@ -277,6 +295,10 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
   } else if (starts_with(text, "Value type not permitted") ||
              starts_with(text, "Failed to validate against any schemas allowed by anyOf")) {
     message = "expected " + expected_text(schema) + ", got " + describe_node(node);
+  } else if (const std::string number_or_word = number_or_keyword(schema);
+             starts_with(text, "Failed to match against any enum") && !number_or_word.empty()) {
+    // A setting that takes an integer or a keyword (batch_size: 8 or auto): both failed.
+    message = "expected " + number_or_word + ", got " + describe_node(node);
   } else if (starts_with(text, "Failed to match against any enum")) {
     const std::string value = node.IsScalar() ? node.Scalar() : "";
     const Json* values = find_enum(schema);

@@ -116,6 +116,9 @@ class Reader {
       case SettingType::kBool:
         return as_value(scalar<bool>(node, path, "true or false"));
       case SettingType::kInt:
+        if (!setting.keyword.empty() && node.IsScalar() && node.Scalar() == setting.keyword) {
+          return SettingValue(int64_t{0});  // batch_size: auto (kBatchAuto)
+        }
         return as_value(scalar<int64_t>(node, path, "an integer"));
       case SettingType::kNumber:
         return as_value(scalar<double>(node, path, "a number"));

@@ -48,7 +48,9 @@ std::vector<uint8_t> serialize(const WorkerHello& hello) {
   const nlohmann::json json{{"world_rank", hello.world_rank},
                             {"host", hello.host},
                             {"local_index", hello.local_index},
-                            {"device", hello.device}};
+                            {"device", hello.device},
+                            {"cpu_model", hello.cpu_model},
+                            {"node_cores", hello.node_cores}};
   return nlohmann::json::to_msgpack(json);
 }
 
@@ -85,6 +87,14 @@ std::vector<uint8_t> serialize(const RankResult& result) {
                         {"reference", accuracy->reference},
                         {"values", accuracy->values}};
   }
+  if (!result.probes.empty()) {
+    nlohmann::json probes = nlohmann::json::array();
+    for (const auto& p : result.probes) {
+      probes.push_back({p.batch, static_cast<int>(p.status), p.median_s, p.p99_s, p.throughput,
+                        p.peak_memory_bytes, p.times_s});
+    }
+    json["probes"] = std::move(probes);
+  }
   return nlohmann::json::to_msgpack(json);
 }
 
@@ -96,6 +106,8 @@ WorkerHello deserialize_hello(const std::vector<uint8_t>& bytes) {
     hello.host = json.at("host").get<std::string>();
     hello.local_index = json.at("local_index").get<int>();
     hello.device = json.at("device").get<std::string>();
+    hello.cpu_model = json.at("cpu_model").get<std::string>();
+    hello.node_cores = json.at("node_cores").get<int>();
     return hello;
   });
 }
@@ -148,6 +160,23 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
       accuracy.reference = found->at("reference").get<std::string>();
       accuracy.values = found->at("values").get<std::map<std::string, double>>();
       result.accuracy = std::move(accuracy);
+    }
+    if (const auto found = json.find("probes"); found != json.end()) {
+      for (const auto& row : *found) {
+        BatchProbe probe;
+        probe.batch = row.at(0).get<int64_t>();
+        const int status = row.at(1).get<int>();
+        if (status < 0 || status > static_cast<int>(ProbeStatus::kOverBudget)) {
+          throw InputError("malformed result message: probe status " + std::to_string(status));
+        }
+        probe.status = static_cast<ProbeStatus>(status);
+        probe.median_s = row.at(2).get<double>();
+        probe.p99_s = row.at(3).get<double>();
+        probe.throughput = row.at(4).get<double>();
+        probe.peak_memory_bytes = row.at(5).get<double>();
+        probe.times_s = row.at(6).get<std::vector<double>>();
+        result.probes.push_back(probe);
+      }
     }
     return result;
   });

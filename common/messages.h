@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/accuracy.h"
+#include "common/batch_search.h"
 #include "common/cell_outcome.h"
 #include "common/cell_spec.h"
 
@@ -32,6 +33,8 @@ struct WorkerHello {
   std::string host;
   int local_index = 0;  ///< index among the workers of this node (selects the GPU)
   std::string device;   ///< "cpu" or the GPU's name
+  std::string cpu_model;  ///< cpu_model_name() of the worker's node ("" when unknown)
+  int node_cores = 0;     ///< CPU cores of the worker's node
   bool operator==(const WorkerHello&) const = default;
 };
 
@@ -89,6 +92,9 @@ struct RankResult {
   /// Note [Accuracy validation]: the comparison with the reference (validate: true; the
   /// same on every rank of the group, which reduced it).
   std::optional<AccuracyReport> accuracy;
+  /// Note [Batch search]: a `batch_size: auto` cell's probes in the order run, reduced over
+  /// the group (the same on every rank); empty for other cells.
+  std::vector<BatchProbe> probes;
   bool operator==(const RankResult&) const = default;
 
   /// Number of rows of `timings_s`.

@@ -111,7 +111,8 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 
 void drop_results(hid_t cell_group) {
   for (const char* name :
-       {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary", "accuracy"}) {
+       {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary", "accuracy", "probes",
+        "probe_times"}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {
@@ -186,9 +187,48 @@ void write_rank_datasets(hid_t cell_group, const CellSpec& cell,
   h5::write_string_dataset(cell_group, "rank_devices", devices);
 }
 
+void write_probes(hid_t cell_group, const std::vector<RankResult>& ranks) {
+  const auto with_probes = std::find_if(ranks.begin(), ranks.end(),
+                                        [](const RankResult& r) { return !r.probes.empty(); });
+  if (with_probes == ranks.end()) return;
+  const auto& probes = with_probes->probes;
+  const std::vector<std::string> columns = {"batch", "median_s", "p99_s",
+                                            "throughput_samples_per_s", "peak_memory_bytes"};
+  std::vector<double> values;
+  std::vector<std::string> status;
+  for (const auto& p : probes) {
+    values.insert(values.end(), {static_cast<double>(p.batch), p.median_s, p.p99_s, p.throughput,
+                                 p.peak_memory_bytes});
+    status.push_back(to_string(p.status));
+  }
+  const Hdf5Handle dataset =
+      h5::write_double_dataset(cell_group, "probes", {probes.size(), columns.size()}, values);
+  h5::write_string_attribute(dataset, "columns", nlohmann::json(columns).dump());
+  h5::write_string_attribute(dataset, "status", nlohmann::json(status).dump());
+  size_t width = 0;
+  for (const auto& p : probes) width = std::max(width, p.times_s.size());
+  std::vector<double> times(probes.size() * width, kNaN);
+  for (size_t row = 0; row < probes.size(); ++row) {
+    std::copy(probes[row].times_s.begin(), probes[row].times_s.end(),
+              times.begin() + static_cast<std::ptrdiff_t>(row * width));
+  }
+  h5::write_double_dataset(cell_group, "probe_times", {probes.size(), width}, times);
+}
+
 void write_summary(hid_t cell_group, const CellSummary& s) {
   const Hdf5Handle group = h5::create_group(cell_group, "summary");
   h5::write_string_attribute(group, "metric", s.metric);
+  h5::write_int64_attribute(group, "batch_size", s.batch_size);
+  if (const auto& f = s.batch_figures) {  // Note [Batch search]
+    h5::write_int64_attribute(group, "max_batch_ok", f->max_batch_ok);
+    h5::write_int64_attribute(group, "oom_batch", f->oom_batch);
+    h5::write_int64_attribute(group, "best_batch", f->best_batch);
+    h5::write_int64_attribute(group, "knee_batch", f->knee_batch);
+    h5::write_int64_attribute(group, "slo_batch", f->slo_batch);
+    h5::write_int64_attribute(group, "recommended_batch", f->recommended_batch);
+    h5::write_double_attribute(group, "memory_per_sample_bytes", f->memory_per_sample_bytes);
+    h5::write_double_attribute(group, "memory_budget_bytes", s.memory_budget_bytes);
+  }
   h5::write_int64_attribute(group, "count", static_cast<int64_t>(s.time.count));
   const std::vector<std::pair<const char*, double>> values = {
       {"mean_s", s.time.mean},
@@ -206,6 +246,8 @@ void write_summary(hid_t cell_group, const CellSummary& s) {
       {"peak_memory_bytes", s.peak_memory_bytes},
       {"final_loss_mean", s.final_loss_mean},
       {"cpu_threads_per_core", s.cpu_threads_per_core},
+      {"energy_j", s.energy_j},
+      {"samples_per_joule", s.samples_per_joule},
   };
   for (const auto& [name, value] : values) h5::write_double_attribute(group, name, value);
   for (const auto& [phase, median_s] : s.phase_median_s) {

@@ -48,6 +48,10 @@ void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,
 void write_rank_datasets(hid_t cell_group, const CellSpec& cell,
                          const std::vector<RankResult>& ranks);
 
+/// Note [Batch search]: the `probes` dataset of a batch_size auto cell (from the first rank
+/// that has probes; all hold the same); nothing for other cells.
+void write_probes(hid_t cell_group, const std::vector<RankResult>& ranks);
+
 /// Writes the `summary` subgroup.
 void write_summary(hid_t cell_group, const CellSummary& summary);
 

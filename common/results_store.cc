@@ -309,29 +309,32 @@ std::map<std::string, StoredCell> ResultsStore::cells() const {
   return out;
 }
 
-void ResultsStore::mark_running(const CellSpec& cell, const std::vector<int>& ranks) {
+void ResultsStore::mark_running(const CellSpec& cell, const std::vector<int>& ranks,
+                                const std::string& at) {
   mutate([&](hid_t file) {
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_status(group, CellStatus::kRunning, FailurePhase::kNone, "");
-    h5::write_string_attribute(group, "started_at", iso8601_utc_now());
+    h5::write_string_attribute(group, "started_at", at);
     h5::write_string_attribute(group, "finished_at", "");
     h5::write_string_attribute(group, "ranks", nlohmann::json(ranks).dump());
   });
 }
 
-void ResultsStore::mark_skipped(const CellSpec& cell, const std::string& reason) {
+void ResultsStore::mark_skipped(const CellSpec& cell, const std::string& reason,
+                                const std::string& at) {
   mutate([&](hid_t file) {
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_status(group, CellStatus::kSkipped, FailurePhase::kNone, reason);
     h5::write_string_attribute(group, "started_at", "");
-    h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
+    h5::write_string_attribute(group, "finished_at", at);
     h5::write_string_attribute(group, "ranks", "[]");
   });
 }
 
-void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankResult>& ranks) {
+void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankResult>& ranks,
+                                 const std::string& at) {
   if (ranks.empty()) {
     throw Error("complete_cell(" + cell.cell_id +
                 "): no rank results; use "
@@ -349,22 +352,24 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
     results::write_effective(group, ranks);
     results::write_summary(group, summary);
     results::write_accuracy(group, ranks);
+    results::write_probes(group, ranks);
     results::write_status(group, outcome.status, outcome.failed_phase, outcome.reason);
     results::write_string_if_absent(group, "started_at", "");
-    h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
+    h5::write_string_attribute(group, "finished_at", at);
     h5::write_string_attribute(group, "ranks", nlohmann::json(world_ranks).dump());
   });
 }
 
 void ResultsStore::finish_cell_without_results(const CellSpec& cell, CellStatus status,
-                                               FailurePhase phase, const std::string& reason) {
+                                               FailurePhase phase, const std::string& reason,
+                                               const std::string& at) {
   mutate([&](hid_t file) {
     const Hdf5Handle group = open_cell(file, cell);
     results::drop_results(group);
     results::write_status(group, status, phase, reason);
     results::write_string_if_absent(group, "started_at", "");
     results::write_string_if_absent(group, "ranks", "[]");
-    h5::write_string_attribute(group, "finished_at", iso8601_utc_now());
+    h5::write_string_attribute(group, "finished_at", at);
   });
 }
 

@@ -20,7 +20,7 @@
 namespace scalebench {
 
 /// Value of the root attribute `scalebench_layout_version`, and its major part.
-inline constexpr const char* kResultsLayoutVersion = "1.3";
+inline constexpr const char* kResultsLayoutVersion = "1.4";
 inline constexpr int kResultsLayoutMajor = 1;
 
 /// What the file says about one cell (enough for --resume to decide skip or retry).
@@ -62,7 +62,9 @@ struct CommitInfo {
 // open the file at any time during a run and see the last committed state.
 //
 // Cost: O(file size) per mutation (copy + two fsyncs). docs/results-file.md gives the
-// measured figure. Alternatives considered: SWMR (1.10) does not make a killed writer's
+// measured figure. Rank 0 therefore commits its records in groups from a writer thread
+// (Note [Group commit] in orchestrator/group_commit_sink.h), so the number of copies does
+// not grow with the number of cells. Alternatives considered: SWMR (1.10) does not make a killed writer's
 // file safe for metadata changes like new groups; one file per cell would make every
 // reader assemble the run. The copy is cheap relative to a benchmark cell.
 
@@ -99,21 +101,28 @@ class ResultsStore {
   /// Dispatched: writes the spec attributes, status `running`, `started_at` = now,
   /// `ranks` (MPI_COMM_WORLD ranks, group order), and drops results of an earlier run of
   /// the same cell (a retry on --resume).
-  void mark_running(const CellSpec& cell, const std::vector<int>& ranks);
+  /// `at` (ISO 8601 UTC) is when it happened: every call below takes it, so that a record
+  /// committed later (Note [Group commit] in orchestrator/group_commit_sink.h) keeps the
+  /// time of the event.
+  void mark_running(const CellSpec& cell, const std::vector<int>& ranks,
+                    const std::string& at = iso8601_utc_now());
 
   /// Not run (e.g. needs more workers than the job has): status `skipped` + `reason`.
-  void mark_skipped(const CellSpec& cell, const std::string& reason);
+  void mark_skipped(const CellSpec& cell, const std::string& reason,
+                    const std::string& at = iso8601_utc_now());
 
   /// Results arrived from every rank (`ranks` in group order): writes `timings`,
   /// `rank_metrics`, `rank_hosts`, `rank_devices`, `summary` (see summarize_cell) and the
   /// status: ok only when every rank is ok, else the first non-ok rank's status, phase
   /// and reason. Throws Error for an empty `ranks`.
-  void complete_cell(const CellSpec& cell, const std::vector<RankResult>& ranks);
+  void complete_cell(const CellSpec& cell, const std::vector<RankResult>& ranks,
+                     const std::string& at = iso8601_utc_now());
 
   /// A cell that ended without results (timeout seen by rank 0, interrupted): status,
   /// failed_phase, reason and finished_at only; earlier datasets of the cell are dropped.
   void finish_cell_without_results(const CellSpec& cell, CellStatus status, FailurePhase phase,
-                                   const std::string& reason);
+                                   const std::string& reason,
+                                   const std::string& at = iso8601_utc_now());
 
   /// Commit id -> CommitInfo, written as the `commit_date` and `dirty` attributes of every
   /// cell whose `commit` is a key (cells of other commits get "" and 0). Call before the
@@ -149,7 +158,7 @@ class ResultsStore {
 /// part it reads (Note [Reading damaged files] in common/results_reader.cc). Throws
 /// InputError (one line) for a missing file, a non-scalebench file, another layout major
 /// version, or a file HDF5 cannot open or whose /cells cannot be read. Returns
-///   {"path": ..., "layout_version": "1.3",
+///   {"path": ..., "layout_version": "1.4",
 ///    "provenance": {every readable root attribute; hosts/devices/argv/environment parsed},
 ///    "cells": {"<cell_id>": {every cell attribute; spec and ranks parsed,
 ///                            "datasets": [names], "summary": {attributes} or null}},

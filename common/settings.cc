@@ -34,7 +34,7 @@ std::string type_text(const SettingDef& setting) {
     case SettingType::kBool:
       return "boolean";
     case SettingType::kInt:
-      return "integer";
+      return setting.keyword.empty() ? "integer" : "integer \\| " + std::string(setting.keyword);
     case SettingType::kNumber:
       return "number";
     case SettingType::kName:
@@ -70,7 +70,16 @@ std::string setting_text(const SettingValue& value) {
   return std::get<std::string>(value);
 }
 
+std::string setting_text(const SettingDef& setting, const SettingValue& value) {
+  if (!setting.keyword.empty() && std::holds_alternative<int64_t>(value) &&
+      std::get<int64_t>(value) == 0) {
+    return std::string(setting.keyword);
+  }
+  return setting_text(value);
+}
+
 std::optional<SettingValue> parse_setting_text(const SettingDef& setting, const std::string& text) {
+  if (!setting.keyword.empty() && text == setting.keyword) return SettingValue(int64_t{0});
   switch (setting.type) {
     case SettingType::kBool:
       if (text == "true" || text == "True") return SettingValue(true);
@@ -81,6 +90,7 @@ std::optional<SettingValue> parse_setting_text(const SettingDef& setting, const 
       const char* end = text.data() + text.size();
       const auto [ptr, ec] = std::from_chars(text.data(), end, value);
       if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+      if (!setting.keyword.empty() && value == 0) return std::nullopt;  // write the keyword
       return SettingValue(value);
     }
     case SettingType::kNumber: {
@@ -115,6 +125,7 @@ std::string setting_value_problem(const SettingDef& setting, const SettingValue&
   }
   if (setting.type == SettingType::kBool) return "";
   const double number = as_number(value);
+  if (!setting.keyword.empty() && number == 0) return "";  // the keyword (batch_size auto)
   const std::string unit = setting.unit.empty() ? "" : " " + std::string(setting.unit);
   const bool low =
       setting.exclusive_minimum ? !(number > setting.minimum) : !(number >= setting.minimum);
@@ -144,6 +155,10 @@ std::optional<SettingValue> setting_from_json(const SettingDef& setting,
       break;
     case SettingType::kInt:
       if (json.is_number_integer()) return SettingValue(json.get<int64_t>());
+      if (json.is_string() && !setting.keyword.empty() &&
+          json.get<std::string>() == setting.keyword) {
+        return SettingValue(int64_t{0});
+      }
       break;
     case SettingType::kNumber:
       if (json.is_number()) return SettingValue(json.get<double>());
@@ -170,6 +185,13 @@ nlohmann::json setting_value_schema(const SettingDef& setting) {
         schema["minimum"] = setting.type == SettingType::kInt
                                 ? nlohmann::json(static_cast<int64_t>(setting.minimum))
                                 : nlohmann::json(setting.minimum);
+      }
+      if (!setting.keyword.empty()) {  // an integer, or the keyword
+        nlohmann::json number = schema;
+        number.erase("description");
+        schema.erase("type");
+        schema.erase("minimum");
+        schema["anyOf"] = {number, {{"type", "string"}, {"enum", {std::string(setting.keyword)}}}};
       }
       break;
     case SettingType::kName: {

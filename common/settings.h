@@ -60,6 +60,9 @@ struct SettingDef {
   bool exclusive_minimum = false;         ///< the minimum itself is refused (timeout_s > 0)
   bool exclusive_maximum = false;         ///< the maximum itself is refused (momentum < 1)
   std::vector<std::string_view> choices;  ///< kName: the accepted names
+  /// kInt only: a word accepted in place of a number and stored as 0 (batch_size: "auto",
+  /// kBatchAuto); "" for none.
+  std::string_view keyword;
   std::string_view doc;                   ///< one line for the schema and the docs
   bool axis = false;  ///< a list in `sweep`/experiments; each value makes its own cells
   IdRule id = IdRule::kAlways;
@@ -78,6 +81,8 @@ SettingValue default_value(const SettingDef& setting);
 
 /// Text of a value as a user writes it: true, 16, 0.01, fp16.
 std::string setting_text(const SettingValue& value);
+/// The same, with `setting`'s keyword for 0 ("auto" for batch_size 0).
+std::string setting_text(const SettingDef& setting, const SettingValue& value);
 
 /// A value of `setting`'s type read from `text` (CytoDL overrides): std::nullopt when it is
 /// not one (an unknown name included). Ranges are not checked here.

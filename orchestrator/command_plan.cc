@@ -31,14 +31,14 @@ std::vector<std::string> table_row(const CellSpec& cell, const std::vector<std::
                                cell.branch.empty() ? "-" : cell.branch,
                                cell.experiment,
                                to_string(cell.mode),
-                               std::to_string(cell.batch_size),
+                               batch_text(cell.batch_size),
                                std::to_string(cell.world_size),
                                to_string(cell.precision),
                                to_string(cell.device),
                                std::to_string(cell.measured_iterations)};
   for (const auto& key : swept) {
     const SettingDef* setting = find_setting(key);
-    row.push_back(setting != nullptr ? setting_text(setting->get(cell)) : "");
+    row.push_back(setting != nullptr ? setting_text(*setting, setting->get(cell)) : "");
   }
   return row;
 }

@@ -100,6 +100,13 @@ std::string join_ranks(const std::vector<int>& ranks) {
   return out.str();
 }
 
+/// Every rank ran its whole timed loop (rows beyond the warm-up on each).
+bool every_rank_measured(const std::vector<RankResult>& results) {
+  return std::all_of(results.begin(), results.end(), [](const RankResult& r) {
+    return r.iterations() > static_cast<size_t>(std::max(0, r.warmup_iterations));
+  });
+}
+
 bool is_failure(CellStatus status) {
   return status == CellStatus::kFailed || status == CellStatus::kOom ||
          status == CellStatus::kTimeout;
@@ -299,6 +306,10 @@ class Loop {
                                    cell_result.reason);
     } else if (cell_result.status == CellStatus::kOk) {
       fault_point("write", 0);
+      sink_.complete(*running.cell, results);
+    } else if (cell_result.status == CellStatus::kOom && every_rank_measured(results)) {
+      // memory_limit_mb judged after the loop: the cell is `oom`, its timings are kept.
+      SB_LOG(warning) << cell_label(*running.cell) << " oom: " << cell_result.reason;
       sink_.complete(*running.cell, results);
     } else {
       SB_LOG(warning) << cell_label(*running.cell) << " " << to_string(cell_result.status)

@@ -51,11 +51,15 @@
 
 namespace scalebench {
 
-/// Where rank 0 records cells. The results store in production, memory in tests. Each
-/// call must leave the record durable before it returns.
+/// Where rank 0 records cells: the results store through a writer thread in production
+/// (GroupCommitSink, Note [Group commit]), memory in tests. Records are kept in call order;
+/// a record is durable when flush() returns (an implementation may commit earlier). A
+/// record call may throw the failure of an earlier commit.
 class ResultSink {
  public:
   virtual ~ResultSink() = default;
+  /// Returns when every earlier record is durable; throws what a failed commit threw.
+  virtual void flush() {}
   virtual void mark_running(const CellSpec& cell, const std::vector<int>& ranks) = 0;
   virtual void mark_skipped(const CellSpec& cell, const std::string& reason) = 0;
   /// All ranks reported; `results` in group-rank order. The cell's status follows from

@@ -8,6 +8,7 @@
 #include "common/mpi_comm.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
+#include "orchestrator/group_commit_sink.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/prepare_steps.h"
 #include "orchestrator/run_preparation.h"
@@ -17,28 +18,6 @@
 
 namespace scalebench {
 namespace {
-
-/// The results store as the orchestrator's sink (every call durable on return).
-class StoreSink : public ResultSink {
- public:
-  explicit StoreSink(ResultsStore& store) : store_(store) {}
-  void mark_running(const CellSpec& cell, const std::vector<int>& ranks) override {
-    store_.mark_running(cell, ranks);
-  }
-  void mark_skipped(const CellSpec& cell, const std::string& reason) override {
-    store_.mark_skipped(cell, reason);
-  }
-  void complete(const CellSpec& cell, const std::vector<RankResult>& results) override {
-    store_.complete_cell(cell, results);
-  }
-  void finish_without_results(const CellSpec& cell, CellStatus status, FailurePhase phase,
-                              const std::string& reason) override {
-    store_.finish_cell_without_results(cell, status, phase, reason);
-  }
-
- private:
-  ResultsStore& store_;
-};
 
 std::map<std::string, std::filesystem::path> worktrees_of(
     const std::map<std::string, ResolvedBranch>& branches) {
@@ -64,6 +43,16 @@ int final_exit_status(const PreparedRun& prepared, const OrchestratorOutcome& ou
   if (outcome.interrupted && unfinished) return kExitInterrupted;
   if (failed || unfinished) return kExitCellsFailed;
   return kExitOk;
+}
+
+/// Before MPI_Abort: commits what the sink holds (Note [Group commit]). A failing commit
+/// (often the very failure being reported) is only logged: the abort goes on.
+void flush_before_abort(GroupCommitSink& sink) noexcept {
+  try {
+    sink.flush();
+  } catch (const std::exception& e) {
+    SB_LOG(debug) << "results not all written before the abort: " << e.what();
+  }
 }
 
 LogOptions rank0_log_options(const RunOptions& options) {
@@ -105,7 +94,7 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
   orchestration.hang_limit_s = options.hang_limit_s;
   orchestration.already_done = prepared.already_done;
   orchestration.total_cells = matrix.cells().size();
-  StoreSink sink(*prepared.store);
+  GroupCommitSink sink(*prepared.store);  // Note [Group commit]
   CellInputs inputs(std::filesystem::absolute(options.matrix_path).parent_path(),
                     worktrees_of(matrix.branches()));
   orchestration.attach_inputs = [&inputs](const CellSpec& cell, Assignment& assignment) {
@@ -123,15 +112,21 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
       prepared.to_run.clear();
     }
     outcome = run_orchestrator(prepared.to_run, hellos, sink, orchestration);
-    if (outcome.abort_message) abort_job(*outcome.abort_message, outcome.abort_status);
+    if (outcome.abort_message) {
+      flush_before_abort(sink);
+      abort_job(*outcome.abort_message, outcome.abort_status);
+    }
     shutdown_workers(world_size());
+    sink.close();  // every record committed; from here rank 0 uses the store directly
     prepared.store->set_end_time(iso8601_utc_now());
     status = final_exit_status(prepared, outcome);
     std::cout << format_summary_table(summary_rows(read_results_overview(options.output_path)))
               << std::flush;
   } catch (const Error& e) {
+    flush_before_abort(sink);
     abort_job(std::string("results or MPI failure on rank 0: ") + e.what(), kExitInfrastructure);
   } catch (const std::exception& e) {
+    flush_before_abort(sink);
     abort_job(std::string("internal error on rank 0: ") + e.what(), kExitInfrastructure);
   }
   if (status == kExitInterrupted) {

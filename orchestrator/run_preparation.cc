@@ -15,7 +15,11 @@ namespace {
 nlohmann::json devices_json(const std::vector<WorkerHello>& hellos) {
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& h : hellos) {
-    devices.push_back({{"rank", h.world_rank}, {"host", h.host}, {"device", h.device}});
+    devices.push_back({{"rank", h.world_rank},
+                       {"host", h.host},
+                       {"device", h.device},
+                       {"cpu", h.cpu_model},
+                       {"cores", h.node_cores}});
   }
   return devices;
 }

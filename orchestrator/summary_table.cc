@@ -64,6 +64,7 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
     row.median_s = number_of(summary, "median_s");
     row.throughput_samples_per_s = number_of(summary, "throughput_samples_per_s");
     row.cpu_threads_per_core = number_of(summary, "cpu_threads_per_core");
+    if (row.batch_size == kBatchAuto) row.chosen_batch = integer_of(summary, "batch_size");
     if (summary.contains("valid")) {
       const auto& valid = summary.at("valid");
       row.valid = valid.is_boolean() ? valid.get<bool>() : (valid.is_number() && valid != 0);
@@ -121,7 +122,11 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
   table.reserve(rows.size());
   for (const auto& row : rows) {
     table.push_back({row.branch.empty() ? "-" : row.branch, row.experiment, row.mode,
-                     std::to_string(row.batch_size), std::to_string(row.world_size),
+                     row.batch_size == kBatchAuto
+                         ? "auto" + (row.chosen_batch > 0 ? ":" + std::to_string(row.chosen_batch)
+                                                          : std::string())
+                         : std::to_string(row.batch_size),
+                     std::to_string(row.world_size),
                      row.metric.empty() ? "-" : row.metric, fixed(row.median_s * 1e3, 3),
                      fixed(row.throughput_samples_per_s, 1),
                      row.valid ? (*row.valid ? "1" : "0") : "-",

@@ -16,7 +16,9 @@ struct SummaryRow {
   std::string branch;
   std::string experiment;
   std::string mode;
-  long long batch_size = 0;
+  long long batch_size = 0;  ///< the spec's; 0 (kBatchAuto) for batch_size auto
+  /// batch_size auto: the batch the search chose (summary `batch_size`), else 0.
+  long long chosen_batch = 0;
   long long world_size = 0;
   std::string metric;  ///< "step" (train) or "batch" (infer); "" without a summary
   double median_s = 0.0;

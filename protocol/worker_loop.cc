@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "common/mpi_comm.h"
 #include "common/poll_backoff.h"
+#include "common/provenance.h"
 #include "protocol/fault_injection.h"
 
 namespace scalebench {
@@ -103,6 +104,8 @@ void send_hello(const WorkerContext& context, CellRunner& runner) {
   hello.host = context.host;
   hello.local_index = context.local_index;
   hello.device = runner.device_name(context);
+  hello.cpu_model = cpu_model_name();
+  hello.node_cores = context.node_cores;
   send_message(serialize(hello), 0, Tag::kHello, MPI_COMM_WORLD);
 }
 

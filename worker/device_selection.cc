@@ -78,4 +78,13 @@ void make_current(const torch::Device& device) {
 #endif
 }
 
+std::unique_ptr<GpuPower> open_gpu_power(const torch::Device& device) {
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) return GpuPower::open(cuda_pci_bus_id(device.index()));
+#else
+  (void)device;
+#endif
+  return nullptr;
+}
+
 }  // namespace scalebench

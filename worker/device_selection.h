@@ -5,11 +5,13 @@
 #include <torch/torch.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "common/cell_spec.h"
 #include "protocol/cell_runner.h"
+#include "worker/gpu_power.h"
 
 namespace scalebench {
 
@@ -23,6 +25,10 @@ std::string describe(const torch::Device& device);
 /// Makes `device` the calling thread's current CUDA device (nothing for the CPU).
 void make_current(const torch::Device& device);
 
+/// The energy counter and clocks of `device` (Note [GPU energy]); nullptr for the CPU or
+/// where NVML cannot read the GPU.
+std::unique_ptr<GpuPower> open_gpu_power(const torch::Device& device);
+
 /// Where this rank runs, as per-rank metrics (docs/metrics.md): `cpu_affinity_cores` (CPUs
 /// the rank may run on), `numa_node` (of the first of them; -1 when unknown) and, on a
 /// CUDA device, `gpu_memory_bytes`, `gpu_multiprocessors`, `gpu_compute_capability` (9.0),
@@ -32,6 +38,8 @@ std::map<std::string, double> device_metrics(const torch::Device& device);
 #ifdef SCALEBENCH_HAVE_CUDA
 /// Name of CUDA device `index` (worker/torch_cell_runner_cuda.cc).
 std::string cuda_device_name(int index);
+/// PCI bus id of CUDA device `index` as NVML writes it ("00000000:3B:00.0").
+std::string cuda_pci_bus_id(int index);
 /// Makes `index` this thread's current CUDA device (worker/torch_cell_runner_cuda.cc).
 void set_current_cuda_device(int index);
 /// Compute capability (major, minor) of CUDA device `index`.

@@ -1,9 +1,13 @@
 #include "worker/memory_stats.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
+
+#include "worker/cpu_allocation_counter.h"
 
 namespace scalebench {
 
@@ -44,7 +48,57 @@ bool reset_peak_rss(const std::string& clear_refs_path) {
   return static_cast<bool>(out);
 }
 
+std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text) {
+  constexpr std::string_view kKey = "MemAvailable:";
+  const size_t at = meminfo_text.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = meminfo_text.substr(at + kKey.size());
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  int64_t kib = 0;
+  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
+  if (error != std::errc() || kib < 0) return std::nullopt;
+  if (!std::string_view(end, rest.data() + rest.size()).starts_with(" kB")) return std::nullopt;
+  return kib * 1024;
+}
+
+void release_cached_memory(const torch::Device& device) {
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) empty_cuda_cache();
+#else
+  (void)device;
+#endif
+  malloc_trim(0);
+}
+
+double memory_budget_bytes(double memory_limit_mb, const torch::Device& device, int node_workers,
+                           bool for_search) {
+  if (memory_limit_mb > 0) return memory_limit_mb * 1024.0 * 1024.0;
+  if (!for_search) return 0;
+#ifdef SCALEBENCH_HAVE_CUDA
+  if (device.is_cuda()) return cuda_total_memory_bytes(device.index());
+#else
+  (void)device;
+#endif
+  std::ifstream in("/proc/meminfo");
+  std::ostringstream text;
+  text << in.rdbuf();
+  const auto available = parse_mem_available_bytes(text.str());
+  return available ? static_cast<double>(*available) / std::max(1, node_workers) : 0;
+}
+
+double budgeted_peak_bytes(const std::map<std::string, double>& metrics,
+                           const torch::Device& device) {
+  (void)device;
+  // GPU, and CPU cells with a budget (Note [Counting CPU allocations]): the allocator's peak.
+  for (const char* name : {"peak_allocated_bytes", "peak_rss_bytes"}) {
+    const auto it = metrics.find(name);
+    if (it != metrics.end()) return it->second;
+  }
+  return 0;
+}
+
 bool reset_peak_memory(const torch::Device& device) {
+  if (counting_cpu_allocations()) start_counting_cpu_allocations();  // the peak restarts
 #ifdef SCALEBENCH_HAVE_CUDA
   if (device.is_cuda()) reset_cuda_peak_memory(device.index());
 #else
@@ -59,6 +113,9 @@ std::map<std::string, double> peak_memory_metrics(const torch::Device& device, b
     metrics["peak_rss_bytes"] = static_cast<double>(*rss);
   }
   metrics["peak_rss_reset"] = rss_was_reset ? 1.0 : 0.0;
+  if (!device.is_cuda() && counting_cpu_allocations()) {  // Note [Counting CPU allocations]
+    metrics["peak_allocated_bytes"] = static_cast<double>(peak_counted_cpu_bytes());
+  }
 #ifdef SCALEBENCH_HAVE_CUDA
   if (device.is_cuda()) {
     const CudaPeaks peaks = read_cuda_peak_memory(device.index());

@@ -27,6 +27,27 @@ bool reset_peak_rss(const std::string& clear_refs_path = "/proc/self/clear_refs"
 /// Returns whether the RSS peak could be reset.
 bool reset_peak_memory(const torch::Device& device);
 
+/// Gives memory the process holds but does not use back: on CUDA the caching allocator's
+/// free blocks (emptyCache), on every device glibc's free heap pages (malloc_trim). Called
+/// between the probes of a batch search and after an out-of-memory error, so that the next
+/// peak measures the next probe, not what the last one left cached.
+void release_cached_memory(const torch::Device& device);
+
+/// The budget that batch_size auto and memory_limit_mb judge a rank's peak by, bytes:
+/// memory_limit_mb when set; else (`for_search` only) the GPU's memory, or on CPU the node's
+/// MemAvailable shared by its `node_workers`. 0 = no budget.
+double memory_budget_bytes(double memory_limit_mb, const torch::Device& device, int node_workers,
+                           bool for_search);
+
+/// The peak that the budget is compared with, from peak_memory_metrics: peak_allocated_bytes
+/// (CUDA, and CPU while counting: Note [Counting CPU allocations]), else peak_rss_bytes; 0
+/// when unknown.
+double budgeted_peak_bytes(const std::map<std::string, double>& metrics,
+                           const torch::Device& device);
+
+/// MemAvailable of a /proc/meminfo text in bytes; nullopt when missing.
+std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text);
+
 /// Peaks since the last reset, as metrics: `peak_rss_bytes` (when readable) and, on CUDA,
 /// `peak_allocated_bytes`, `peak_reserved_bytes`. Adds `peak_rss_reset` (1/0).
 std::map<std::string, double> peak_memory_metrics(const torch::Device& device, bool rss_was_reset);
@@ -39,6 +60,10 @@ struct CudaPeaks {
   int64_t reserved_bytes = 0;
 };
 CudaPeaks read_cuda_peak_memory(int index);
+/// Frees the caching allocator's unused blocks (emptyCache).
+void empty_cuda_cache();
+/// Total memory of device `index`, bytes.
+double cuda_total_memory_bytes(int index);
 #endif
 
 }  // namespace scalebench

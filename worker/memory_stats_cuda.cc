@@ -1,4 +1,5 @@
 // CUDA caching-allocator peaks for worker/memory_stats.h.
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include "worker/memory_stats.h"
@@ -17,6 +18,13 @@ CudaPeaks read_cuda_peak_memory(int index) {
   const auto stats =
       c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
   return {stats.allocated_bytes[kAggregate].peak, stats.reserved_bytes[kAggregate].peak};
+}
+
+void empty_cuda_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
+
+double cuda_total_memory_bytes(int index) {
+  return static_cast<double>(
+      at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index))->totalGlobalMem);
 }
 
 }  // namespace scalebench

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <exception>
 #include <tuple>
@@ -15,6 +16,8 @@
 #include "common/logging.h"
 #include "common/mpi_check.h"
 #include "common/zoo_names.h"
+#include "worker/batch_probe.h"
+#include "worker/cpu_allocation_counter.h"
 #include "worker/cpu_threads.h"
 #include "worker/device_selection.h"
 #include "worker/infer_workload.h"
@@ -121,6 +124,49 @@ void record_failure(RankResult& result, FailurePhase phase) {
   }
 }
 
+/// Counting of CPU allocations for the lifetime of one cell (when `on`).
+class CpuAllocationCounting {
+ public:
+  explicit CpuAllocationCounting(bool on) : on_(on) {
+    if (on_) start_counting_cpu_allocations();
+  }
+  ~CpuAllocationCounting() {
+    if (on_) stop_counting_cpu_allocations();
+  }
+  CpuAllocationCounting(const CpuAllocationCounting&) = delete;
+  CpuAllocationCounting& operator=(const CpuAllocationCounting&) = delete;
+
+ private:
+  bool on_;
+};
+
+/// The probes and budget of a batch search (complete or not) into `result`.
+void record_search(const BatchSearchOutcome& search, RankResult& result) {
+  result.probes = search.probes;
+  result.metrics["memory_budget_bytes"] = search.budget_bytes;
+  result.metrics["batch_search_s"] = search.search_s;
+}
+
+/// memory_limit_mb: a peak above it records the rank `oom` with the batch and the figures
+/// (after the loop: the timings are kept). Nothing when no limit is set.
+void check_memory_limit(const CellSpec& cell, const torch::Device& device, RankResult& result) {
+  const double budget = memory_budget_bytes(cell.memory_limit_mb, device, 1, false);
+  if (budget <= 0) return;
+  if (cell.batch_size != kBatchAuto) result.metrics["memory_budget_bytes"] = budget;
+  const double peak = budgeted_peak_bytes(result.metrics, device);
+  if (peak <= budget || result.status != CellStatus::kOk) return;
+  const auto batch = result.metrics.find("batch_size");
+  const auto mib = [](double bytes) { return std::to_string(std::llround(bytes / (1 << 20))); };
+  result.status = CellStatus::kOom;
+  result.failed_phase = FailurePhase::kLoop;
+  result.reason = std::string("peak memory ") + mib(peak) + " MiB (allocated tensors, batch " +
+                  std::to_string(batch == result.metrics.end()
+                                     ? cell.batch_size
+                                     : static_cast<int64_t>(batch->second)) +
+                  ") is above memory_limit_mb " + mib(budget) +
+                  " MiB; lower the batch size or raise memory_limit_mb";
+}
+
 /// See Note [Group agreement]. Returns true when every rank is ok; otherwise marks an ok
 /// rank as failed in phase "group" naming the worst rank.
 bool agree(RankResult& result, MPI_Comm group, const std::string& when) {
@@ -165,6 +211,8 @@ class TorchCellRunner : public CellRunner {
     result.host = context.host;
     MPI_CHECK(MPI_Comm_rank(group, &result.group_rank));
 
+    // Note [Counting CPU allocations]: a cell with a budget judges CPU memory by its tensors.
+    const CpuAllocationCounting counting(cell.batch_size == kBatchAuto || cell.memory_limit_mb > 0);
     torch::Device device = torch::kCPU;
     std::unique_ptr<Workload> workload;
     bool rss_reset = false;
@@ -185,6 +233,22 @@ class TorchCellRunner : public CellRunner {
       result.effective["cpu_threads"] = std::to_string(threads);
       Assignment effective = assignment;  // what runs: Note [Requested vs effective]
       effective.cell = apply_switches(cell, device, result);
+      if (cell.batch_size == kBatchAuto) {  // Note [Batch search]
+        phase = FailurePhase::kBatchSearch;
+        BatchSearchOutcome search;
+        try {
+          search_batch(effective, device, group, context.local_workers, deadline, search);
+        } catch (...) {
+          record_search(search, result);
+          throw;
+        }
+        record_search(search, result);
+        effective.cell.batch_size = search.chosen_batch;
+        result.metrics["batch_size"] = static_cast<double>(search.chosen_batch);
+        result.effective["batch_size"] = std::to_string(search.chosen_batch);
+        phase = FailurePhase::kSetup;
+      }
+      release_cached_memory(device);  // the peak is this cell's, not what others left cached
       rss_reset = reset_peak_memory(device);
       phase = FailurePhase::kModelInit;
       workload = cell.mode == Mode::kTrain ? make_train_workload(effective, device, group)
@@ -215,6 +279,7 @@ class TorchCellRunner : public CellRunner {
       phase = FailurePhase::kMetrics;
       workload->add_metrics(result.metrics);
       result.metrics.merge(peak_memory_metrics(device, rss_reset));
+      check_memory_limit(cell, device, result);
     } catch (...) {
       record_failure(result, phase);
     }
@@ -238,7 +303,9 @@ class TorchCellRunner : public CellRunner {
  private:
   static void run_loop(Workload& workload, const torch::Device& device, MPI_Comm group,
                        std::chrono::steady_clock::time_point deadline, RankResult& result) {
-    const LoopResult loop = run_timed_loop(workload, {device, group, deadline});
+    const auto power = open_gpu_power(device);  // Note [GPU energy]
+    const LoopResult loop = run_timed_loop(workload, {device, group, deadline, power.get()});
+    result.metrics.insert(loop.power_metrics.begin(), loop.power_metrics.end());
     result.timings_s = loop.timings_s;
     result.warmup_iterations = static_cast<int>(loop.warmup_run);
     result.metrics["loop_wall_s"] = loop.loop_wall_s;

@@ -4,6 +4,8 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <c10/cuda/CUDAFunctions.h>
 
+#include <array>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -33,6 +35,16 @@ std::map<std::string, double> cuda_device_metrics(int index) {
                                  ? static_cast<double>(at::detail::getCUDAHooks().versionCuDNN())
                                  : 0.0;
   return metrics;
+}
+
+std::string cuda_pci_bus_id(int index) {
+  const auto* properties = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index));
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "%08X:%02X:%02X.0",
+                static_cast<unsigned>(properties->pciDomainID),
+                static_cast<unsigned>(properties->pciBusID),
+                static_cast<unsigned>(properties->pciDeviceID));
+  return text.data();
 }
 
 void set_current_cuda_device(int index) {

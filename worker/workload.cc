@@ -92,10 +92,12 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
   if (!stop) {
     synchronize_device(options.device);
     if (options.group != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(options.group));
+    const auto energy_start = options.power ? options.power->total_energy_j() : std::nullopt;
     const auto loop_start = Clock::now();
     for (int64_t i = warmup; i < total && !stop; ++i) stop = run_one(i);
     synchronize_device(options.device);
     result.loop_wall_s = seconds_since(loop_start);
+    result.power_metrics = loop_power_metrics(options.power, energy_start, result.loop_wall_s);
     vote.finish();
   }
   result.timed_out = stop && result.iterations_run < total;

@@ -14,12 +14,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/accuracy.h"
 #include "common/cell_spec.h"
 #include "common/error.h"
+#include "worker/gpu_power.h"
 #include "worker/model_zoo.h"
 #include "worker/phase_timer.h"
 
@@ -62,6 +64,8 @@ struct LoopOptions {
   torch::Device device = torch::kCPU;
   MPI_Comm group = MPI_COMM_NULL;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// The GPU's energy counter and clocks (Note [GPU energy]); null: not measured.
+  const GpuPower* power = nullptr;
 };
 
 struct LoopResult {
@@ -71,6 +75,8 @@ struct LoopResult {
   bool timed_out = false;          ///< stopped early by the deadline
   double loop_wall_s = 0.0;        ///< steady_clock around the measured iterations (+ final sync)
   double first_iteration_s = 0.0;  ///< steady_clock of iteration 0 including a device sync
+  /// loop_power_metrics of the measured loop (empty without LoopOptions::power).
+  std::map<std::string, double> power_metrics;
 };
 
 // Note [Cooperative timeout]

@@ -175,5 +175,22 @@ TEST(CollectProvenance, FillsToolLibrariesAndInputs) {
   EXPECT_EQ(allowlisted_environment(environ), p.environment);
 }
 
+TEST(CpuModel, FirstModelNameOfX86AndTheArmKeysOtherwise) {
+  EXPECT_EQ("AMD EPYC 7B13",
+            cpu_model_from_cpuinfo("processor\t: 0\nvendor_id\t: AuthenticAMD\n"
+                                   "model name\t: AMD EPYC 7B13 \r\nprocessor\t: 1\n"
+                                   "model name\t: Other\n"));
+  // Arm kernels have no `model name` line; Graviton reports the core in `uarch`-like keys.
+  EXPECT_EQ("NVIDIA Grace", cpu_model_from_cpuinfo("processor : 0\nBogoMIPS : 2000.00\n"
+                                                   "Hardware : NVIDIA Grace\n"));
+  EXPECT_EQ("", cpu_model_from_cpuinfo("processor : 0\nmodel name :   \n"));
+  EXPECT_EQ("", cpu_model_from_cpuinfo(""));
+}
+
+TEST(CpuModel, ThisMachineHasOne) {
+  // Every Linux CI machine's /proc/cpuinfo names its CPU one way or the other.
+  EXPECT_FALSE(cpu_model_name().empty());
+}
+
 }  // namespace
 }  // namespace scalebench

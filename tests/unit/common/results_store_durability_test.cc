@@ -1,6 +1,6 @@
 // Note [Results durability] as a property: a writer SIGKILLed at random instants never
-// leaves an unreadable file, a partially written cell, or a lost finished cell. Also the
-// cost of one update, printed (not asserted) for docs/results-file.md.
+// leaves an unreadable file, a partially written cell, or a lost finished cell. The cost of
+// an update is measured by tests/perf/results_store_cost.cc.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -93,37 +93,6 @@ TEST(ResultsDurability, SigkilledWriterNeverCorruptsOrLosesCells) {
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_EQ("r.h5", entry.path().filename()) << "left behind: " << entry.path();
   }
-}
-
-// Cost of Note [Results durability]: 200 cells of 2 ranks x 110 iterations x 7 phases,
-// each dispatched (mark_running) and completed: 400 updates.
-TEST(ResultsDurability, CostOfTwoHundredCells) {
-  testing_util::TempDir dir;
-  const auto path = dir.path() / "r.h5";
-  auto store = ResultsStore::create(path, testing_util::test_provenance(kHash), false);
-  constexpr int kCells = 200;
-  std::vector<double> update_ms;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kCells; ++i) {
-    const CellSpec cell = testing_util::train_cell(i, 2, kWarmup, kMeasured);
-    const auto before = std::chrono::steady_clock::now();
-    store.mark_running(cell, {1, 2});
-    store.complete_cell(cell, testing_util::full_results(cell));
-    update_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - before)
-            .count() /
-        2.0);
-  }
-  const double total_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(static_cast<size_t>(kCells), store.cells().size());
-  const auto size_bytes = std::filesystem::file_size(path);
-  std::printf(
-      "[ results cost ] %d cells, %d updates: %.2f s total, %.2f ms/update (first cell %.2f ms, "
-      "last cell %.2f ms), final file %.2f MiB\n",
-      kCells, 2 * kCells, total_s, 1e3 * total_s / (2 * kCells), update_ms.front(),
-      update_ms.back(), static_cast<double>(size_bytes) / (1 << 20));
-  RecordProperty("total_ms", static_cast<int>(1e3 * total_s));
 }
 
 }  // namespace

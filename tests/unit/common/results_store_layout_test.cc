@@ -101,11 +101,24 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   store.mark_running(timeout, {1, 2});
   store.finish_cell_without_results(timeout, CellStatus::kTimeout, FailurePhase::kWatchdog,
                                     "timeout");
+  // Note [Batch search]: a batch_size auto cell adds `probes`, `probe_times` and the figures.
+  CellSpec searched = testing_util::train_cell(4, 2, 1, 5);
+  searched.batch_size = kBatchAuto;
+  searched = finalize_cell_id(searched);
+  auto searched_ranks = testing_util::full_results(searched);
+  for (auto& rank : searched_ranks) {
+    rank.metrics["batch_size"] = 16;
+    rank.metrics["memory_budget_bytes"] = 1e9;
+    rank.probes = {{16, ProbeStatus::kOk, 0.01, 0.012, 3200, 4e8, {0.01, 0.012}},
+                   {32, ProbeStatus::kOverBudget, 0.02, 0.022, 0, 1.2e9, {0.02, 0.022}}};
+  }
+  store.complete_cell(searched, searched_ranks);
   store.set_end_time("2024-01-02T05:00:00Z");
 
   const std::string actual = layout_listing(path, {{ok.cell_id, "ok-cell"},
                                                    {skipped.cell_id, "skipped-cell"},
-                                                   {timeout.cell_id, "timeout-cell"}});
+                                                   {timeout.cell_id, "timeout-cell"},
+                                                   {searched.cell_id, "auto-cell"}});
   const std::filesystem::path golden =
       std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "layout_v1.txt";
   if (const char* update = std::getenv("SCALEBENCH_UPDATE_GOLDEN"); update && *update == '1') {

@@ -82,8 +82,9 @@ TEST(SettingsTable, RangeProblemsNameTheKeyAndTheFix) {
   EXPECT_EQ(find_setting("batch_sizes", true), batch);
   EXPECT_EQ(find_setting("batch_sizes"), nullptr);
   EXPECT_NE(setting_value_problem(*batch, int64_t{2'000'000}).find("absurd"), std::string::npos);
-  EXPECT_NE(setting_value_problem(*batch, int64_t{0}).find("batch_size must be >= 1"),
+  EXPECT_NE(setting_value_problem(*batch, int64_t{-1}).find("batch_size must be >= 1"),
             std::string::npos);
+  EXPECT_EQ(setting_value_problem(*batch, int64_t{0}), "") << "0 encodes auto (kBatchAuto)";
   const SettingDef* momentum = find_setting("optimizer.momentum");
   ASSERT_NE(momentum, nullptr);
   EXPECT_NE(setting_value_problem(*momentum, 1.0).find("must be < 1"), std::string::npos);

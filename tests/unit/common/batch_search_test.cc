@@ -1,0 +1,134 @@
+// Note [Batch search]: the search finds the exact boundary for every threshold, and the
+// figures equal hand-computed values.
+#include "common/batch_search.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/error.h"
+
+namespace scalebench {
+namespace {
+
+/// Runs the search against "a batch fits when it is <= threshold"; returns the probed batches.
+std::vector<int64_t> search(BatchSearch& s, int64_t threshold) {
+  std::vector<int64_t> probed;
+  while (const auto next = s.next()) {
+    probed.push_back(*next);
+    s.record(*next <= threshold);
+    if (probed.size() > 200) break;
+  }
+  return probed;
+}
+
+TEST(BatchSearch, FindsTheExactBoundaryForEveryThreshold) {
+  for (const int64_t min_batch : {1, 3, 8}) {
+    for (const int64_t max_batch : {8, 13, 64, 100, 65536}) {
+      if (max_batch < min_batch) continue;
+      for (int64_t threshold = 0; threshold <= 130; ++threshold) {
+        SCOPED_TRACE(testing::Message() << "min " << min_batch << " max " << max_batch
+                                        << " threshold " << threshold);
+        BatchSearch s(min_batch, max_batch);
+        const auto probed = search(s, threshold);
+        const int64_t expected_ok = threshold < min_batch ? 0 : std::min(threshold, max_batch);
+        EXPECT_EQ(expected_ok, s.max_ok());
+        if (threshold < min_batch) {
+          EXPECT_EQ(min_batch, s.first_failed());
+          EXPECT_EQ(1U, probed.size());
+        } else if (threshold >= max_batch) {
+          EXPECT_EQ(0, s.first_failed());
+          EXPECT_EQ(max_batch, probed.back());
+        } else {
+          EXPECT_EQ(threshold + 1, s.first_failed());  // adjacent: the boundary is exact
+        }
+        // Doubling then bisecting: about two probes per power of two, never a batch twice.
+        EXPECT_LE(probed.size(), 2 * static_cast<size_t>(std::log2(max_batch) + 2));
+        std::vector<int64_t> sorted = probed;
+        std::sort(sorted.begin(), sorted.end());
+        EXPECT_EQ(sorted.end(), std::adjacent_find(sorted.begin(), sorted.end()));
+        for (const int64_t b : probed) {
+          EXPECT_GE(b, min_batch);
+          EXPECT_LE(b, max_batch);
+        }
+      }
+    }
+  }
+}
+
+TEST(BatchSearch, ProbesInTheDocumentedOrder) {
+  BatchSearch s(1, 1000);
+  EXPECT_EQ((std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 48, 40, 44, 42, 43}), search(s, 42));
+  BatchSearch clamped(3, 20);
+  EXPECT_EQ((std::vector<int64_t>{3, 6, 12, 20}), search(clamped, 1000));
+}
+
+TEST(BatchSearch, RefusesABadRange) {
+  EXPECT_THROW(BatchSearch(0, 4), Error);
+  EXPECT_THROW(BatchSearch(8, 4), Error);
+}
+
+BatchProbe probe(int64_t batch, ProbeStatus status, double median_s, double p99_s,
+                 double memory) {
+  BatchProbe p;
+  p.batch = batch;
+  p.status = status;
+  p.median_s = median_s;
+  p.p99_s = p99_s;
+  p.throughput = status == ProbeStatus::kOk ? static_cast<double>(batch) / median_s : 0;
+  p.peak_memory_bytes = memory;
+  return p;
+}
+
+TEST(BatchFigures, EqualHandComputedValues) {
+  // Throughput (samples/s, world 1): 1/0.010 = 100, 2/0.012 = 166.7, 4/0.016 = 250,
+  // 8/0.0305 = 262.3, 16/0.062 = 258.1; 32 over budget. Memory 100 + 10 x batch MB.
+  const double mb = 1e6;
+  const std::vector<BatchProbe> probes = {
+      probe(1, ProbeStatus::kOk, 0.010, 0.011, 110 * mb),
+      probe(2, ProbeStatus::kOk, 0.012, 0.013, 120 * mb),
+      probe(4, ProbeStatus::kOk, 0.016, 0.018, 140 * mb),
+      probe(8, ProbeStatus::kOk, 0.0305, 0.033, 180 * mb),
+      probe(16, ProbeStatus::kOk, 0.062, 0.070, 260 * mb),
+      probe(32, ProbeStatus::kOverBudget, 0.125, 0.130, 420 * mb),
+      probe(24, ProbeStatus::kOom, 0, 0, 0),
+  };
+  BatchChoiceSettings settings;
+  settings.memory_budget_bytes = 280 * mb;  // margin 0.1: at most 252 MB
+  settings.latency_slo_s = 0.020;
+  const BatchFigures f = batch_figures(probes, settings);
+  EXPECT_EQ(16, f.max_batch_ok);
+  EXPECT_EQ(24, f.oom_batch);  // the smallest batch that did not fit
+  EXPECT_EQ(8, f.best_batch);
+  EXPECT_EQ(4, f.knee_batch);  // 250 >= 0.95 x 262.3 = 249.2; 166.7 is not
+  EXPECT_EQ(4, f.slo_batch);   // p99 0.018 <= 0.020; 0.033 is not
+  EXPECT_EQ(4, f.recommended_batch);  // the SLO rules out 8 and 16
+  // Memory is exactly 100 MB + 10 MB x batch over the batches that fit.
+  EXPECT_NEAR(10 * mb, f.memory_per_sample_bytes, 1e-3);
+
+  settings.latency_slo_s = 0;  // no SLO: 16 is beyond the margin (260 > 252), 8 is best
+  const BatchFigures no_slo = batch_figures(probes, settings);
+  EXPECT_EQ(0, no_slo.slo_batch);
+  EXPECT_EQ(8, no_slo.recommended_batch);
+
+  settings.memory_budget_bytes = 100 * mb;  // nothing within the margin: the smallest fit
+  EXPECT_EQ(1, batch_figures(probes, settings).recommended_batch);
+}
+
+TEST(BatchFigures, NothingFits) {
+  const BatchFigures f = batch_figures({probe(1, ProbeStatus::kOom, 0, 0, 0)}, {});
+  EXPECT_EQ(0, f.max_batch_ok);
+  EXPECT_EQ(1, f.oom_batch);
+  EXPECT_EQ(0, f.recommended_batch);
+  EXPECT_TRUE(std::isnan(f.memory_per_sample_bytes));
+}
+
+TEST(BatchFigures, StatusText) {
+  EXPECT_EQ("ok", to_string(ProbeStatus::kOk));
+  EXPECT_EQ("oom", to_string(ProbeStatus::kOom));
+  EXPECT_EQ("over_budget", to_string(ProbeStatus::kOverBudget));
+}
+
+}  // namespace
+}  // namespace scalebench

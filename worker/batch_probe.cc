@@ -1,0 +1,253 @@
+#include "worker/batch_probe.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <new>
+#include <string>
+
+#include "common/error.h"
+#include "common/logging.h"
+#include "common/mpi_check.h"
+#include "common/stats.h"
+#include "worker/infer_workload.h"
+#include "worker/memory_stats.h"
+#include "worker/train_workload.h"
+#include "worker/workload.h"
+
+namespace scalebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_test_budget_rank{-1};
+std::atomic<double> g_test_budget_bytes{0};
+
+/// One rank's view of a probe, before the group's reduction.
+struct LocalProbe {
+  ProbeStatus status = ProbeStatus::kOk;
+  double median_s = 0;
+  double p99_s = 0;
+  double peak_bytes = 0;
+  bool timed_out = false;
+  std::string failure;  ///< a failure other than running out of memory ("" when none)
+  std::vector<double> times_s;  ///< each measured iteration's step/batch time
+};
+
+bool is_out_of_memory(const std::exception& error) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr) return true;
+  if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return true;
+  const std::string text = error.what();
+  return text.find("out of memory") != std::string::npos ||
+         text.find("can't allocate memory") != std::string::npos ||
+         dynamic_cast<const std::bad_alloc*>(&error) != nullptr;
+}
+
+std::unique_ptr<Workload> make_workload(const Assignment& assignment, const torch::Device& device,
+                                        MPI_Comm group) {
+  return assignment.cell.mode == Mode::kTrain ? make_train_workload(assignment, device, group)
+                                              : make_infer_workload(assignment, device, group);
+}
+
+/// The probe's assignment: batch `batch`, one warm-up, probe_iterations measured, no
+/// validation; inference sizes its dataset from the batch (samples 0).
+Assignment probe_assignment(const Assignment& assignment, int64_t batch, int64_t iterations) {
+  Assignment probe = assignment;
+  probe.cell.batch_size = batch;
+  probe.cell.warmup_iterations = iterations > 0 ? 1 : 0;
+  probe.cell.measured_iterations = static_cast<int>(std::max<int64_t>(iterations, 1));
+  probe.cell.samples = 0;
+  probe.cell.validate = false;
+  return probe;
+}
+
+/// Runs `body` with the memory released and the peaks reset before, and released after;
+/// returns its outcome as a LocalProbe (status, failure) with the budgeted peak.
+template <typename Body>
+LocalProbe measured_attempt(const torch::Device& device, double budget_bytes, Body&& body) {
+  LocalProbe local;
+  release_cached_memory(device);
+  const bool rss_reset = reset_peak_memory(device);
+  try {
+    body(local);
+  } catch (const std::exception& error) {
+    if (is_out_of_memory(error)) {
+      local.status = ProbeStatus::kOom;
+    } else {
+      local.failure = error.what();
+    }
+  }
+  local.peak_bytes = budgeted_peak_bytes(peak_memory_metrics(device, rss_reset), device);
+  release_cached_memory(device);
+  if (local.status == ProbeStatus::kOk && local.failure.empty() && budget_bytes > 0 &&
+      local.peak_bytes > budget_bytes) {
+    local.status = ProbeStatus::kOverBudget;
+  }
+  return local;
+}
+
+/// Note [Group probes]: worst status (a failure counts as worst), slowest times, largest peak.
+struct GroupOutcome {
+  BatchProbe probe;
+  bool failed = false;
+  bool timed_out = false;
+};
+
+GroupOutcome reduce_probe(const LocalProbe& local, int64_t batch, int world, MPI_Comm group) {
+  std::array<int, 3> mine{static_cast<int>(local.status), local.failure.empty() ? 0 : 1,
+                          local.timed_out ? 1 : 0};
+  std::array<int, 3> worst{};
+  MPI_CHECK(MPI_Allreduce(mine.data(), worst.data(), 3, MPI_INT, MPI_MAX, group));
+  std::array<double, 3> values{local.median_s, local.p99_s, local.peak_bytes};
+  std::array<double, 3> largest{};
+  MPI_CHECK(MPI_Allreduce(values.data(), largest.data(), 3, MPI_DOUBLE, MPI_MAX, group));
+  GroupOutcome out;
+  out.probe.batch = batch;
+  out.probe.status = static_cast<ProbeStatus>(worst[0]);
+  out.failed = worst[1] != 0;
+  out.timed_out = worst[2] != 0;
+  out.probe.median_s = largest[0];
+  out.probe.p99_s = largest[1];
+  out.probe.peak_memory_bytes = largest[2];
+  // Per iteration, the slowest rank; the ranks agree on a count first (a rank that failed
+  // has none), so every rank passes the same length to the reduction.
+  const int mine_count = static_cast<int>(local.times_s.size());
+  int count = 0;
+  MPI_CHECK(MPI_Allreduce(&mine_count, &count, 1, MPI_INT, MPI_MIN, group));
+  if (count > 0) {
+    std::vector<double> times(local.times_s.begin(), local.times_s.begin() + count);
+    out.probe.times_s.resize(static_cast<size_t>(count));
+    MPI_CHECK(MPI_Allreduce(times.data(), out.probe.times_s.data(), count, MPI_DOUBLE, MPI_MAX,
+                            group));
+  }
+  const bool fits = out.probe.status == ProbeStatus::kOk && !out.failed && !out.timed_out;
+  // Training: the global batch per step; inference: every rank's batch per batch time.
+  out.probe.throughput = fits && out.probe.median_s > 0
+                             ? static_cast<double>(batch) * world / out.probe.median_s
+                             : 0;
+  return out;
+}
+
+/// The summarised phase's median and p99 over the measured rows of `loop`.
+void loop_statistics(const LoopResult& loop, const Workload& workload, LocalProbe& local) {
+  const auto& phases = workload.phases();
+  const std::string metric = std::find(phases.begin(), phases.end(), "step") != phases.end()
+                                 ? "step"
+                                 : "batch";
+  const size_t column =
+      std::find(phases.begin(), phases.end(), metric) - phases.begin();
+  std::vector<double> times;
+  for (int64_t row = loop.warmup_run; row < loop.iterations_run; ++row) {
+    times.push_back(loop.timings_s[static_cast<size_t>(row) * phases.size() + column]);
+  }
+  const Summary summary = summarize(times);
+  local.times_s = times;
+  local.median_s = summary.median;
+  local.p99_s = summary.p99;
+  local.timed_out = loop.timed_out;
+}
+
+double test_budget_or(double budget, int world_rank) {
+  return g_test_budget_rank.load() == world_rank ? g_test_budget_bytes.load() : budget;
+}
+
+}  // namespace
+
+void set_memory_budget_for_testing(int world_rank, double budget_bytes) {
+  g_test_budget_bytes = budget_bytes;
+  g_test_budget_rank = world_rank;
+}
+
+void search_batch(const Assignment& assignment, const torch::Device& device, MPI_Comm group,
+                  int node_workers, Clock::time_point deadline, BatchSearchOutcome& outcome) {
+  const CellSpec& cell = assignment.cell;
+  const auto start = Clock::now();
+  int world = 1;
+  int world_rank = 0;
+  MPI_CHECK(MPI_Comm_size(group, &world));
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  const bool train = cell.mode == Mode::kTrain;
+  outcome = BatchSearchOutcome{};
+  outcome.budget_bytes = test_budget_or(
+      memory_budget_bytes(cell.memory_limit_mb, device, node_workers, /*for_search=*/true),
+      world_rank);
+
+  BatchSearch search(cell.min_batch, cell.max_batch);
+  while (const auto next = search.next()) {
+    outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
+    const int64_t batch = *next;
+    // Note [Group probes]: a lone step first, so that an OOM never strands a collective.
+    if (train && world > 1) {
+      const LocalProbe alone = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe&) {
+        auto workload = make_workload(probe_assignment(assignment, batch, 0), device,
+                                      MPI_COMM_SELF);
+        run_timed_loop(*workload, {device, MPI_COMM_SELF, deadline});
+      });
+      const GroupOutcome lone = reduce_probe(alone, batch, world, group);
+      if (lone.failed || lone.probe.status != ProbeStatus::kOk) {
+        if (lone.failed) {
+          throw CellError(FailurePhase::kBatchSearch,
+                          "the probe of batch " + std::to_string(batch) + " failed on a rank" +
+                              (alone.failure.empty() ? "" : ": " + alone.failure));
+        }
+        BatchProbe failed = lone.probe;
+        failed.median_s = 0;
+        failed.p99_s = 0;
+        failed.throughput = 0;
+        failed.times_s.clear();
+        outcome.probes.push_back(failed);
+        search.record(false);
+        SB_LOG(info) << "batch search: " << batch << " " << to_string(failed.status)
+                     << " (one step per rank alone)";
+        continue;
+      }
+    }
+    const LocalProbe local = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe& probe) {
+      auto workload =
+          make_workload(probe_assignment(assignment, batch, cell.probe_iterations), device, group);
+      workload->connect();
+      const LoopResult loop = run_timed_loop(*workload, {device, group, deadline});
+      loop_statistics(loop, *workload, probe);
+    });
+    const GroupOutcome reduced = reduce_probe(local, batch, world, group);
+    if (reduced.failed) {
+      throw CellError(FailurePhase::kBatchSearch,
+                      "the probe of batch " + std::to_string(batch) + " failed on a rank" +
+                          (local.failure.empty() ? "" : ": " + local.failure));
+    }
+    if (reduced.timed_out) {
+      throw CellError(FailurePhase::kBatchSearch,
+                      "timeout_s passed during the batch search, in the probe of batch " +
+                          std::to_string(batch) + " (" + std::to_string(outcome.probes.size()) +
+                          " probes done); raise timeout_s or lower max_batch");
+    }
+    outcome.probes.push_back(reduced.probe);
+    search.record(reduced.probe.status == ProbeStatus::kOk);
+    SB_LOG(info) << "batch search: " << batch << " " << to_string(reduced.probe.status)
+                 << ", median " << reduced.probe.median_s * 1e3 << " ms, peak "
+                 << reduced.probe.peak_memory_bytes / (1 << 20) << " MiB";
+  }
+
+  outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
+  BatchChoiceSettings choice;
+  choice.safety_margin = cell.safety_margin;
+  choice.latency_slo_s = cell.latency_slo_ms / 1000.0;
+  // The group's smallest budget: the one every rank's recommended batch must respect.
+  double budget = outcome.budget_bytes;
+  MPI_CHECK(MPI_Allreduce(&outcome.budget_bytes, &budget, 1, MPI_DOUBLE, MPI_MIN, group));
+  choice.memory_budget_bytes = budget;
+  const BatchFigures figures = batch_figures(outcome.probes, choice);
+  if (figures.max_batch_ok == 0) {
+    throw OutOfMemoryError(
+        FailurePhase::kBatchSearch,
+        "batch_size auto: not even min_batch " + std::to_string(cell.min_batch) +
+            " fits (" + to_string(outcome.probes.front().status) + ", peak " +
+            std::to_string(static_cast<int64_t>(outcome.probes.front().peak_memory_bytes /
+                                                (1 << 20))) +
+            " MiB, budget " + std::to_string(static_cast<int64_t>(budget / (1 << 20))) +
+            " MiB); lower min_batch or raise memory_limit_mb");
+  }
+  outcome.chosen_batch = figures.recommended_batch;
+}
+
+}  // namespace scalebench
