@@ -7,7 +7,9 @@ namespace scalebench {
 
 std::chrono::microseconds PollBackoff::next(std::chrono::microseconds current,
                                             Clock::duration idle_for) {
-  const auto cap = idle_for >= kIdleAfter ? kIdleCap : kBusyCap;
+  const auto cap = idle_for >= kIdleAfter ? kIdleCap
+                   : idle_for >= kEagerFor  ? kBusyCap
+                                            : kEagerCap;
   return std::min(std::max(current * 2, kFirst), cap);
 }
 

@@ -4,9 +4,11 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // Rank 0 and the workers poll (MPI_Iprobe) instead of blocking in MPI_Recv, because Open MPI
 // busy-waits inside a blocking receive and would take a core from the cells. Between polls
-// they sleep: 50 us after activity, doubling to 2 ms, so that a result or an assignment that
-// follows soon after the last one (a sweep of short cells) is seen within about a
-// millisecond. Once nothing has arrived for 1 s (a worker left idle by the schedule, rank 0
+// they sleep: 50 us after activity, doubling to 200 us for the first 50 ms (the answer to a
+// message just sent, such as the next assignment after a result, usually comes within
+// milliseconds: a sweep of short cells sees it within 0.2 ms), then on to 2 ms, so that a
+// message that follows soon after the last one is seen within about a millisecond. Once
+// nothing has arrived for 1 s (a worker left idle by the schedule, rank 0
 // waiting on a long cell) the sleep grows on to 50 ms: 20 wake-ups a second instead of 500,
 // for at most 50 ms more latency on a message that ends a wait of more than a second.
 #pragma once
@@ -19,6 +21,8 @@ class PollBackoff {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr std::chrono::microseconds kFirst{50};
+  static constexpr std::chrono::microseconds kEagerCap{200};
+  static constexpr std::chrono::milliseconds kEagerFor{50};
   static constexpr std::chrono::microseconds kBusyCap{2000};
   static constexpr std::chrono::microseconds kIdleCap{50000};
   static constexpr std::chrono::seconds kIdleAfter{1};

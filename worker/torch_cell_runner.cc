@@ -248,7 +248,10 @@ class TorchCellRunner : public CellRunner {
         result.effective["batch_size"] = std::to_string(search.chosen_batch);
         phase = FailurePhase::kSetup;
       }
-      release_cached_memory(device);  // the peak is this cell's, not what others left cached
+      // The peak is this cell's, not what earlier cells left cached (a CPU cell without a
+      // budget skips it: malloc_trim costs milliseconds, and its peak_rss_bytes is only
+      // informative, Note [Counting CPU allocations]).
+      if (device.is_cuda() || counting_cpu_allocations()) release_cached_memory(device);
       rss_reset = reset_peak_memory(device);
       phase = FailurePhase::kModelInit;
       workload = cell.mode == Mode::kTrain ? make_train_workload(effective, device, group)

@@ -173,18 +173,32 @@ void set_tf32(bool allow) {
   at::globalContext().setAllowTF32CuDNN(allow);
 }
 
+// The checksum's weight repeats every 13 elements, so the elements are summed in 13 columns
+// (a [n/13, 13] view; the < 13 remaining ones alone) and each column sum is weighted once:
+// one pass over the parameters in their own dtype, accumulated in double, instead of a
+// double copy, an index tensor and an fmod per element (which made it the largest per-cell
+// cost of tiny cells: docs/performance.md).
 double parameter_checksum(torch::nn::Module& module) {
   torch::NoGradGuard no_grad;
+  constexpr int64_t kPeriod = 13;
   double checksum = 0.0;
   int64_t index = 0;
   for (const auto& parameter : module.parameters()) {
-    const auto values = parameter.detach().to(torch::kDouble).flatten();
-    const auto weights = torch::arange(values.numel(), values.options())
-                             .add_(index * 31)
-                             .remainder_(13)
-                             .div_(13)
-                             .add_(1);
-    checksum += ((values.abs() + values * 0.5) * weights).sum().item<double>();
+    const auto flat = parameter.detach().flatten();
+    const auto terms = at::add(flat.abs(), flat, 0.5);  // |w| + w/2
+    const int64_t whole = flat.numel() / kPeriod * kPeriod;
+    const auto columns = terms.narrow(0, 0, whole).view({-1, kPeriod}).sum(0, false, torch::kDouble);
+    const auto rest = terms.narrow(0, whole, flat.numel() - whole).to(torch::kDouble);
+    const auto column_sums = columns.cpu();
+    const auto rest_values = rest.cpu();
+    const double* sums = column_sums.data_ptr<double>();
+    const double* tail = rest_values.data_ptr<double>();
+    for (int64_t j = 0; j < kPeriod; ++j) {
+      const double weight = 1.0 + static_cast<double>((j + index * 31) % kPeriod) / kPeriod;
+      double column = sums[j];
+      if (j < rest_values.numel()) column += tail[j];
+      checksum += column * weight;
+    }
     ++index;
   }
   return checksum;

@@ -17,8 +17,11 @@
   one, and no such column at all in a file without any (layout 1.0 - 1.2). A group that
   cannot be read gives ``accuracy_problem`` instead (see ``problems``).
 * ``timings``: long table, one row per (cell_id, rank, iteration, phase) with ``time_s``
-  and ``warmup`` (True for the first ``warmup_iterations`` iterations). NaN padding rows
-  (past a rank's own iteration count) are dropped.
+  and ``warmup`` (True for the first ``warmup_iterations`` iterations), cells in file order,
+  each cell's rows in (rank, iteration, phase) order. NaN padding rows (past a rank's own
+  iteration count) are dropped. ``cell_id`` and ``phase`` are categoricals whose categories
+  are the values present, sorted: sorting and grouping order as for plain strings (pandas 2
+  warns about groupby's default ``observed=False``: pass ``observed=True``).
 * ``rank_metrics``: one row per (cell_id, rank) with every per-rank metric as a column,
   plus ``host`` and ``device_name``.
 * ``meta``: the root attributes, JSON-valued ones decoded.
@@ -34,12 +37,16 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
 import pandas as pd
+from h5py import h5a, h5s, h5t, h5z
 
 from .errors import ResultsFileError
 
@@ -132,14 +139,70 @@ def _decode(value):
     return value
 
 
-def _json_attr(attrs, name, default):
-    if name not in attrs:
-        return default
-    text = _decode(attrs[name])
+def _json_text(text, default):
+    """`text` parsed as JSON; `default` when it is empty or not JSON."""
     try:
         return json.loads(text) if text else default
     except json.JSONDecodeError:
         return default
+
+
+def _json_attr(obj, name, default):
+    """Attribute `name` of an HDF5 object parsed as JSON (`default` when absent, empty or
+    not JSON)."""
+    if name not in obj.attrs:
+        return default
+    return _json_text(_attribute(obj, name), default)
+
+
+# Note [Attribute fast path]
+# h5py's `attrs[name]` costs about 70 us per attribute (dtype round trips, a conversion
+# path per read), and a cell has about 60 of them: a quarter of load() before it read them
+# this way. Most are scalar numbers and fixed-length strings (schemas/results-layout.md),
+# which _attribute reads with the fewest low-level calls: numbers widened by HDF5 into an
+# int64 / uint64 / float64 buffer (exact for every integer and float of up to 8 bytes),
+# strings read as stored, less trailing NULs, and a NUL-terminated one (the C++ writer's)
+# cut at its first NUL: what h5py gets from HDF5's conversion to its NUL-padded type (a
+# space-padded string goes the slow way). Every other kind (variable-length strings,
+# arrays, empty attributes, enums, ...) is read by `attrs[name]`. Either way the value is
+# `_decode(attrs[name])`; test_load.py holds the two equal for every kind.
+_FAST_CLASSES = (h5t.INTEGER, h5t.FLOAT, h5t.STRING)
+
+
+def _attribute(obj, name: str):
+    """`_decode(obj.attrs[name])` of an HDF5 object, read the fast way where it can be
+    (Note [Attribute fast path]). KeyError when there is no such attribute."""
+    attr = h5a.open(obj.id, name.encode("utf-8"))
+    htype = attr.get_type()
+    kind = htype.get_class()
+    if kind in _FAST_CLASSES and attr.get_space().get_simple_extent_type() == h5s.SCALAR:
+        size = htype.get_size()
+        if kind == h5t.STRING:
+            pad = None if htype.is_variable_str() else htype.get_strpad()
+            if pad in (h5t.STR_NULLTERM, h5t.STR_NULLPAD):
+                buffer = np.empty((), dtype=f"S{size}")
+                attr.read(buffer, mtype=htype)
+                text = buffer.item()  # as stored, less trailing NULs
+                if pad == h5t.STR_NULLTERM:
+                    text = text.split(b"\0", 1)[0]
+                return text.decode("utf-8")
+        elif size <= 8:
+            if kind == h5t.FLOAT:
+                buffer, mtype = np.empty((), np.float64), h5t.NATIVE_DOUBLE
+            elif htype.get_sign() == h5t.SGN_NONE:
+                buffer, mtype = np.empty((), np.uint64), h5t.NATIVE_UINT64
+            else:
+                buffer, mtype = np.empty((), np.int64), h5t.NATIVE_INT64
+            attr.read(buffer, mtype=mtype)
+            return buffer.item()
+    return _decode(obj.attrs[name])
+
+
+def _attributes(obj):
+    """(name, value) of every attribute of an HDF5 object, as `obj.attrs.items()` gives
+    them (same order) with each value decoded (Note [Attribute fast path])."""
+    for name in obj.attrs:
+        yield name, _attribute(obj, name)
 
 
 def check_layout_version(found: str, path: str) -> None:
@@ -292,8 +355,7 @@ def _read_accuracy(accuracy) -> dict:
     if not isinstance(accuracy, h5py.Group):
         raise ValueError("'accuracy' is not a group")
     columns = {}
-    for name, value in accuracy.attrs.items():
-        value = _decode(value)
+    for name, value in _attributes(accuracy):
         if name in _ACCURACY_TEXT_ATTRS:
             if not isinstance(value, str):
                 raise ValueError(f"attribute {name!r} is not a string")
@@ -329,53 +391,230 @@ def _accuracy_columns(group: h5py.Group) -> dict:
         return {"accuracy_problem": _one_line(error)}
 
 
-def _cell_row(cell_id: str, group: h5py.Group) -> dict:
-    attrs = group.attrs
+def _cell_row(cell_id: str, group: h5py.Group) -> tuple[dict, object]:
+    """The cell's row, and its `spec` attribute as stored (None when absent) for
+    _check_cell. Every attribute is read once (Note [Attribute fast path])."""
+    attributes = dict(_attributes(group))
     row = {"cell_id": cell_id}
-    for name, value in attrs.items():
-        if name in ("spec", "ranks"):
-            continue
-        row[name] = _decode(value)
-    row["spec"] = _json_attr(attrs, "spec", {})
-    row["ranks"] = _json_attr(attrs, "ranks", [])
+    row.update((k, v) for k, v in attributes.items() if k not in ("spec", "ranks"))
+    row["spec"] = _json_text(attributes["spec"], {}) if "spec" in attributes else {}
+    row["ranks"] = _json_text(attributes["ranks"], []) if "ranks" in attributes else []
     if "summary" in group:
         row.update(LAYOUT_1_0_THRESHOLDS)
-        row.update({name: _decode(value) for name, value in group["summary"].attrs.items()})
+        row.update(_attributes(group["summary"]))
     row.update(_accuracy_columns(group))
-    return row
+    return row, attributes.get("spec")
 
 
-def _cell_timings(cell_id: str, group: h5py.Group) -> tuple[pd.DataFrame | None, RawTimings]:
+# Note [Timings decompressed in a thread]
+# Decompressing the `timings` datasets (gzip after shuffle, one chunk per rank in the C++
+# writer's files) is a third of load(), and HDF5 does it under h5py's lock and the GIL, so
+# nothing else can run meanwhile. For that layout (float64 little-endian, chunked, every
+# chunk written, deflate with or without shuffle before it), load() instead reads each chunk
+# as stored (H5Dread_chunk: no decompression) and a worker thread undoes the filters with
+# zlib (which releases the GIL) and numpy, while the main thread reads the next cells'
+# attributes. Only chunks of at least _THREADED_MIN_CHUNK_BYTES: the worker needs the GIL
+# between chunks, and with many small ones (h5py's automatic chunking, as in the synthetic
+# files of the tests and tests/perf/analysis_load.py) the two threads take turns and it
+# gains nothing. Any other dataset, and one whose chunks cannot be read or decompressed that
+# way, is read by h5py (`dataset[()]`) as before, so its values, or the error that marks the
+# cell damaged, are h5py's. test_load.py holds the two ways equal.
+_THREADED_FILTERS = ((h5z.FILTER_DEFLATE,), (h5z.FILTER_SHUFFLE, h5z.FILTER_DEFLATE))
+_THREADED_MIN_CHUNK_BYTES = 64 * 1024
+_FLOAT64 = np.dtype("<f8")
+
+
+def _stored_chunks(dataset: h5py.Dataset):
+    """(filters, [(chunk offset, filter mask, bytes as stored)]) of a dataset
+    _decompress_chunks reads (Note [Timings decompressed in a thread]); None for any other
+    dataset, or when its chunks cannot be read as stored."""
+    try:
+        chunk = dataset.chunks
+        if chunk is None or dataset.dtype != _FLOAT64:
+            return None
+        if math.prod(chunk) * _FLOAT64.itemsize < _THREADED_MIN_CHUNK_BYTES:
+            return None
+        plist = dataset.id.get_create_plist()
+        pipeline = [plist.get_filter(i) for i in range(plist.get_nfilters())]
+        filters = tuple(code for code, _flags, _values, _name in pipeline)
+        if filters not in _THREADED_FILTERS or any(
+            code == h5z.FILTER_SHUFFLE and tuple(values) != (_FLOAT64.itemsize,)
+            for code, _flags, values, _name in pipeline
+        ):
+            return None
+        count = dataset.id.get_num_chunks()
+        if count != math.prod(-(-n // c) for n, c in zip(dataset.shape, chunk)):
+            return None  # chunks never written read as the fill value: h5py's way
+        pieces = []
+        for index in range(count):
+            offset = dataset.id.get_chunk_info(index).chunk_offset
+            mask, stored = dataset.id.read_direct_chunk(offset)
+            pieces.append((offset, mask, stored))
+        return filters, pieces
+    except Exception:  # any trouble: h5py reads it, and says what is wrong
+        return None
+
+
+def _decompress_chunks(shape: tuple, chunk: tuple, filters: tuple, pieces: list) -> np.ndarray:
+    """The dataset's values from its chunks as stored (_stored_chunks), the filters undone
+    last to first as HDF5 does; zlib.error or ValueError when a chunk does not decompress
+    to a full chunk. Runs in load()'s worker thread."""
+    data = np.empty(shape, _FLOAT64)
+    values = math.prod(chunk)
+    for offset, mask, stored in pieces:
+        buffer = stored
+        for index in reversed(range(len(filters))):
+            if mask & (1 << index):  # filter skipped for this chunk (optional deflate)
+                continue
+            if filters[index] == h5z.FILTER_DEFLATE:
+                buffer = zlib.decompress(buffer, bufsize=values * _FLOAT64.itemsize)
+            else:  # shuffle: byte k of every value stored together
+                bytes_ = np.frombuffer(buffer, np.uint8).reshape(_FLOAT64.itemsize, values)
+                buffer = bytes_.T.tobytes()
+        block = np.frombuffer(buffer, _FLOAT64).reshape(chunk)
+        region = tuple(slice(o, min(o + c, n)) for o, c, n in zip(offset, chunk, shape))
+        data[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
+    return data
+
+
+@dataclass
+class _CellTimings:
+    """A cell's `timings` as read by _cell_timings: the values, or their decompression in
+    load()'s worker thread (Note [Timings decompressed in a thread])."""
+
+    cell_id: str
+    dataset: h5py.Dataset
+    phases: object
+    warmup: int
+    data: np.ndarray | Future
+
+    def result(self) -> RawTimings:
+        """The RawTimings; ResultsFileError, OSError, ... when the dataset is damaged."""
+        data = self.data
+        if isinstance(data, Future):
+            try:
+                data = data.result()
+            except (zlib.error, ValueError):  # h5py reads it, and says what is wrong
+                data = np.asarray(self.dataset[()], dtype=float)
+        phases = self.phases
+        if data.ndim != 3 or data.shape[2] != len(phases):
+            raise ResultsFileError(
+                f"cell {self.cell_id}: timings shape {data.shape} does not match phases {phases}"
+            )
+        if not isinstance(phases, list) or not all(isinstance(p, str) for p in phases):
+            raise ResultsFileError(f"cell {self.cell_id}: timings phases {phases} are not strings")
+        return RawTimings(data, phases, self.warmup)
+
+
+def _cell_timings(cell_id: str, group: h5py.Group, pool: ThreadPoolExecutor) -> _CellTimings | None:
+    """The cell's `timings` dataset (None without one), decompressed in `pool` where it can
+    be; load() turns those of every cell into the long table at once (_timings_frame)."""
     if "timings" not in group:
-        return None, None
+        return None
     dataset = group["timings"]
-    phases = _json_attr(dataset.attrs, "phases", [])
-    warmup = int(_decode(dataset.attrs.get("warmup_iterations", 0)))
-    data = np.asarray(dataset[()], dtype=float)
-    if data.ndim != 3 or data.shape[2] != len(phases):
-        raise ResultsFileError(
-            f"cell {cell_id}: timings shape {data.shape} does not match phases {phases}"
-        )
-    ranks, iterations, _ = np.indices(data.shape)
-    phase_index = np.broadcast_to(np.arange(len(phases)), data.shape)
-    frame = pd.DataFrame(
-        {
-            "cell_id": cell_id,
-            "rank": ranks.ravel(),
-            "iteration": iterations.ravel(),
-            "phase": np.asarray(phases, dtype=object)[phase_index.ravel()],
-            "time_s": data.ravel(),
-        }
+    phases = _json_attr(dataset, "phases", [])
+    warmup = int(
+        _attribute(dataset, "warmup_iterations") if "warmup_iterations" in dataset.attrs else 0
     )
-    frame["warmup"] = frame["iteration"] < warmup
-    return frame[np.isfinite(frame["time_s"])], RawTimings(data, list(phases), warmup)
+    stored = _stored_chunks(dataset)
+    if stored is None:
+        data = np.asarray(dataset[()], dtype=float)
+    else:
+        data = pool.submit(_decompress_chunks, dataset.shape, dataset.chunks, *stored)
+    return _CellTimings(cell_id, dataset, phases, warmup, data)
+
+
+#: Columns of the long `timings` table.
+_TIMINGS_COLUMNS = ["cell_id", "rank", "iteration", "phase", "time_s", "warmup"]
+
+
+def _code_type(categories: list) -> type:
+    """The integer type pandas keeps the codes of a categorical of `categories` in: codes
+    made in it are not converted again (10^7 of them)."""
+    for kind in (np.int8, np.int16, np.int32):
+        if len(categories) < np.iinfo(kind).max:
+            return kind
+    return np.int64
+
+
+def _timings_frame(raw: dict) -> pd.DataFrame:
+    """The long `timings` table of every cell's RawTimings (`raw`, in file order): each
+    cell's finite values in (rank, iteration, phase) order. Built once for all cells with
+    numpy into preallocated columns, `cell_id` and `phase` as codes of the sorted values
+    present (a DataFrame per cell with columns of Python strings, then a concat, took 2 s
+    per 10^6 timing rows; docs/performance.md)."""
+    if not raw:
+        return pd.DataFrame(columns=_TIMINGS_COLUMNS)
+    finite, counts, seen = {}, {}, set()
+    for cell_id, t in raw.items():
+        mask = np.isfinite(t.data)
+        counts[cell_id] = int(np.count_nonzero(mask))
+        if counts[cell_id] == t.data.size:
+            seen.update(t.phases)
+        else:  # NaN padding: only these cells need their mask again
+            finite[cell_id] = mask
+            seen.update(p for p, any_finite in zip(t.phases, mask.any(axis=(0, 1))) if any_finite)
+    cell_names = sorted(cell_id for cell_id, count in counts.items() if count)
+    phase_names = sorted(seen)
+    cell_code = {name: code for code, name in enumerate(cell_names)}
+    phase_code = {name: code for code, name in enumerate(phase_names)}
+    total = sum(counts.values())
+    cell = np.empty(total, _code_type(cell_names))
+    rank = np.empty(total, np.int64)
+    iteration = np.empty(total, np.int64)
+    phase = np.empty(total, _code_type(phase_names))
+    time_s = np.empty(total, np.float64)
+    warmup = np.empty(total, bool)
+    patterns = {}  # (iterations, phases, warmup) -> one rank's iteration, phase, warmup
+    start = 0
+    for cell_id, t in raw.items():
+        count = counts[cell_id]
+        if not count:
+            continue
+        rows = slice(start, start + count)
+        start += count
+        cell[rows] = cell_code[cell_id]
+        # A phase that is NaN throughout has no code; its -1 is never used.
+        codes = np.array([phase_code.get(p, -1) for p in t.phases], dtype=phase.dtype)
+        ranks, iterations, phases = t.data.shape
+        if cell_id in finite:  # the finite values only
+            index = np.flatnonzero(finite[cell_id])
+            time_s[rows] = t.data.ravel()[index]
+            rank[rows] = index // (iterations * phases)
+            iteration[rows] = index // phases % iterations
+            phase[rows] = codes[index % phases]
+            warmup[rows] = iteration[rows] < t.warmup
+            continue
+        # Every (rank, iteration, phase): one rank's pattern copied to every rank.
+        key = (iterations, codes.tobytes(), t.warmup)
+        if key not in patterns:
+            patterns[key] = (
+                np.repeat(np.arange(iterations), phases),
+                np.tile(codes, iterations),
+                np.repeat(np.arange(iterations) < t.warmup, phases),
+            )
+        per_rank = (ranks, iterations * phases)
+        time_s[rows] = t.data.ravel()
+        rank[rows].reshape(per_rank)[...] = np.arange(ranks)[:, None]
+        iteration[rows].reshape(per_rank)[...] = patterns[key][0]
+        phase[rows].reshape(per_rank)[...] = patterns[key][1]
+        warmup[rows].reshape(per_rank)[...] = patterns[key][2]
+    columns = {
+        "cell_id": pd.Categorical.from_codes(cell, categories=cell_names),
+        "rank": rank,
+        "iteration": iteration,
+        "phase": pd.Categorical.from_codes(phase, categories=phase_names),
+        "time_s": time_s,
+        "warmup": warmup,
+    }
+    return pd.DataFrame(columns, columns=_TIMINGS_COLUMNS, copy=False)
 
 
 def _rank_rows(cell_id: str, group: h5py.Group) -> list[dict]:
     if "rank_metrics" not in group:
         return []
     dataset = group["rank_metrics"]
-    names = _json_attr(dataset.attrs, "names", [])
+    names = _json_attr(dataset, "names", [])
     values = np.asarray(dataset[()], dtype=float)
     hosts = group["rank_hosts"].asstr()[()] if "rank_hosts" in group else []
     devices = group["rank_devices"].asstr()[()] if "rank_devices" in group else []
@@ -471,13 +710,24 @@ def _cells_frame(rows: list[dict]) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-def _read_cell(cell_id: str, group: h5py.Group):
-    """The cell's row, timings, raw timings and rank rows; ValueError/OSError/... when any
-    part is damaged (see _check_cell)."""
-    row = _cell_row(cell_id, group)
-    _check_cell(row, _decode(group.attrs["spec"]) if "spec" in group.attrs else None)
-    frame, raw_timings = _cell_timings(cell_id, group)
-    return row, frame, raw_timings, _rank_rows(cell_id, group)
+#: What marks a cell damaged when it is read.
+_CELL_ERRORS = (OSError, KeyError, ValueError, TypeError, IndexError, ResultsFileError)
+
+
+def _read_cell(cell_id: str, group: h5py.Group, pool: ThreadPoolExecutor):
+    """The cell's row, timings (_CellTimings, None without) and rank rows; ValueError/
+    OSError/... when any part is damaged (see _check_cell). Its timings' own errors come
+    with _CellTimings.result(), before those of the parts read after them."""
+    row, spec_text = _cell_row(cell_id, group)
+    _check_cell(row, spec_text)
+    timings = _cell_timings(cell_id, group, pool)
+    try:
+        ranks = _rank_rows(cell_id, group)
+    except _CELL_ERRORS:
+        if timings is not None:
+            timings.result()  # a damaged `timings` is the reason, as it is read first
+        raise
+    return row, timings, ranks
 
 
 def load(path: str | os.PathLike) -> Results:
@@ -486,9 +736,9 @@ def load(path: str | os.PathLike) -> Results:
     left out and listed in `damaged` with the reason; a cell whose `accuracy` group alone
     is damaged is kept and listed in `problems`."""
     path = os.fspath(path)
-    with _open(path) as f:
+    with _open(path) as f, ThreadPoolExecutor(max_workers=1) as pool:
         version, meta = _read_meta(f, path)
-        rows, timing_frames, rank_rows, raw, damaged, problems = [], [], [], {}, {}, {}
+        cells, rows, rank_rows, raw, damaged, problems = [], [], [], {}, {}, {}
         try:
             cells_group = f.get("cells")
             cell_ids = list(cells_group.keys()) if cells_group is not None else []
@@ -498,31 +748,30 @@ def load(path: str | os.PathLike) -> Results:
             ) from None
         for cell_id in cell_ids:
             try:
-                row, frame, raw_timings, ranks = _read_cell(cell_id, cells_group[cell_id])
-            except (OSError, KeyError, ValueError, TypeError, IndexError) as error:
-                damaged[cell_id] = _one_line(error)
-                continue
-            except ResultsFileError as error:
-                damaged[cell_id] = _one_line(error)
+                cells.append((cell_id, *_read_cell(cell_id, cells_group[cell_id], pool)))
+            except _CELL_ERRORS as error:
+                cells.append((cell_id, _one_line(error), None, None))
+        # Then, in file order again, the timings decompressed meanwhile.
+        for cell_id, row, timings, ranks in cells:
+            try:
+                raw_timings = timings.result() if timings is not None else None
+            except _CELL_ERRORS as error:
+                row = _one_line(error)
+            if isinstance(row, str):  # why the cell is damaged
+                damaged[cell_id] = row
                 continue
             rows.append(row)
             if "accuracy_problem" in row:
                 problems[cell_id] = f"accuracy group unreadable: {row['accuracy_problem']}"
-            if frame is not None:
-                timing_frames.append(frame)
+            if raw_timings is not None:
                 raw[cell_id] = raw_timings
             rank_rows.extend(ranks)
-    timings = (
-        pd.concat(timing_frames, ignore_index=True)
-        if timing_frames
-        else pd.DataFrame(columns=["cell_id", "rank", "iteration", "phase", "time_s", "warmup"])
-    )
     return Results(
         path=path,
         layout_version=version,
         meta=meta,
         cells=_cells_frame(rows),
-        timings=timings,
+        timings=_timings_frame(raw),
         rank_metrics=pd.DataFrame(rank_rows),
         raw=raw,
         damaged=damaged,

@@ -287,7 +287,20 @@ def write_summary(group: h5py.Group) -> None:
             sub.attrs[key] = value if isinstance(value, np.integer) else np.float64(value)
 
 
-def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
+def cpp_timings_layout(shape) -> dict:
+    """create_dataset keywords that store `timings` of `shape` as the C++ writer does
+    (common/results_cells.cc): one chunk per rank of at most 1 MiB, shuffle + gzip level 4.
+    _write_cell's default is h5py's automatic chunking with gzip alone."""
+    rows = min(shape[1], max(1, (1 << 20) // (8 * shape[2])))
+    return {
+        "chunks": (1, rows, shape[2]),
+        "shuffle": True,
+        "compression": "gzip",
+        "compression_opts": 4,
+    }
+
+
+def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason="", layout=None):
     g = cells.create_group(spec["cell_id"])
     g.attrs["spec"] = json.dumps(spec)
     for key in ("branch", "commit", "experiment", "mode", "precision", "device", "backend"):
@@ -314,7 +327,8 @@ def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason=""):
     if timings is None:
         return
     phases = TRAIN_PHASES if spec["mode"] == "train" else INFER_PHASES
-    d = g.create_dataset("timings", data=timings, chunks=True, compression="gzip")
+    layout = layout or {"chunks": True, "compression": "gzip"}
+    d = g.create_dataset("timings", data=timings, **layout)
     d.attrs["phases"] = json.dumps(phases)
     d.attrs["warmup_iterations"] = np.int64(WARMUP)
     d.attrs["iterations_per_rank"] = json.dumps(counts)

@@ -8,7 +8,12 @@ The file is written by the synthetic writer of the analysis tests
 in this process (the file is in the page cache after writing it; h5py and pandas imported
 before). Goal: <= 1 s.
 
-Usage: analysis_load.py [--cells N] [--iterations N] [--repeat N]
+`timings` are stored as that writer stores them (h5py's automatic chunks, gzip), or with
+--layout cpp as the C++ writer does (one chunk per rank, shuffle + gzip 4), the layout whose
+decompression load() runs in a worker thread (Note [Timings decompressed in a thread] in
+analysis/scalebench_analysis/loader.py).
+
+Usage: analysis_load.py [--cells N] [--iterations N] [--repeat N] [--layout h5py|cpp]
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import make_results  # noqa: E402
 WORLD = 2
 
 
-def write_file(path: Path, cells: int, iterations: int) -> None:
+def write_file(path: Path, cells: int, iterations: int, layout: str = "h5py") -> None:
     rng = np.random.default_rng(0)
     with h5py.File(path, "w", libver=("v110", "v110")) as f:
         make_results._root_attrs(f, path)
@@ -51,7 +56,10 @@ def write_file(path: Path, cells: int, iterations: int) -> None:
             timings = np.concatenate(
                 [step[:, :, None] * shares[None, None, :], step[:, :, None]], axis=2
             )
-            make_results._write_cell(group, spec, "ok", rng, timings, [iterations] * WORLD)
+            stored = make_results.cpp_timings_layout(timings.shape) if layout == "cpp" else None
+            make_results._write_cell(
+                group, spec, "ok", rng, timings, [iterations] * WORLD, layout=stored
+            )
         make_results.fix_strings(f)
 
 
@@ -60,10 +68,11 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=100)
     parser.add_argument("--iterations", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--layout", choices=("h5py", "cpp"), default="h5py")
     args = parser.parse_args()
     path = Path(tempfile.mkdtemp(prefix="scalebench-perf-load-")) / "million.h5"
     start = time.perf_counter()
-    write_file(path, args.cells, args.iterations)
+    write_file(path, args.cells, args.iterations, args.layout)
     written = time.perf_counter() - start
     rows = args.cells * WORLD * args.iterations
     times = []
@@ -75,7 +84,7 @@ def main() -> None:
     best, median = min(times), float(np.median(times))
     print(
         f"analysis_load: {args.cells} cells x {WORLD} ranks x {args.iterations} iterations = "
-        f"{rows:,} timing rows ({long_rows:,} rows of the long table), "
+        f"{rows:,} timing rows ({long_rows:,} rows of the long table), {args.layout} layout, "
         f"{path.stat().st_size / 1e6:.1f} MB, written in {written:.1f} s"
     )
     print(

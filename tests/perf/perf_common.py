@@ -74,20 +74,22 @@ def train_rows(iteration: int, rank: int, world: int, batch: int, rows: int) -> 
 
 def param_checksum(parameters) -> float:
     """scalebench's param_checksum: sum over parameters p (model order) and elements k of
-    (|w| + w/2) * (1 + ((31p + k) mod 13) / 13), in double, with the same torch ops as
-    worker/workload.cc so that equal weights give the same double."""
+    (|w| + w/2) * (1 + ((31p + k) mod 13) / 13), with the same torch ops in the same order as
+    worker/workload.cc (13 column sums in double, each weighted once) so that equal weights
+    give the same double."""
     checksum = 0.0
     with torch.no_grad():
         for index, parameter in enumerate(parameters):
-            values = parameter.detach().to(torch.float64).flatten()
-            weights = (
-                torch.arange(values.numel(), dtype=torch.float64)
-                .add_(index * 31)
-                .remainder_(13)
-                .div_(13)
-                .add_(1)
-            )
-            checksum += ((values.abs() + values * 0.5) * weights).sum().item()
+            flat = parameter.detach().flatten()
+            terms = torch.add(flat.abs(), flat, alpha=0.5)
+            whole = flat.numel() // 13 * 13
+            sums = terms.narrow(0, 0, whole).view(-1, 13).sum(0, dtype=torch.float64).tolist()
+            tail = terms.narrow(0, whole, flat.numel() - whole).to(torch.float64).tolist()
+            for j in range(13):
+                column = sums[j]
+                if j < len(tail):
+                    column += tail[j]
+                checksum += column * (1.0 + ((j + index * 31) % 13) / 13)
     return checksum
 
 

@@ -12,11 +12,21 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
+TEST(PollBackoff, StaysAtTwoHundredMicrosecondsRightAfterActivity) {
+  microseconds sleep = PollBackoff::kFirst;
+  std::vector<int64_t> seen;
+  for (int i = 0; i < 4; ++i) {
+    sleep = PollBackoff::next(sleep, milliseconds(10));
+    seen.push_back(sleep.count());
+  }
+  EXPECT_EQ(seen, (std::vector<int64_t>{100, 200, 200, 200}));
+}
+
 TEST(PollBackoff, DoublesToTwoMillisecondsWhileRecentlyActive) {
   microseconds sleep = PollBackoff::kFirst;
   std::vector<int64_t> seen;
   for (int i = 0; i < 8; ++i) {
-    sleep = PollBackoff::next(sleep, milliseconds(10));
+    sleep = PollBackoff::next(sleep, milliseconds(100));
     seen.push_back(sleep.count());
   }
   EXPECT_EQ(seen, (std::vector<int64_t>{100, 200, 400, 800, 1600, 2000, 2000, 2000}));
