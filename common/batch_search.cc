@@ -22,8 +22,8 @@ std::string to_string(ProbeStatus status) {
 
 BatchSearch::BatchSearch(int64_t min_batch, int64_t max_batch) : max_batch_(max_batch) {
   if (min_batch < 1 || max_batch < min_batch) {
-    throw Error("batch search: need 1 <= min_batch <= max_batch, got " +
-                std::to_string(min_batch) + " and " + std::to_string(max_batch));
+    throw Error("batch search: need 1 <= min_batch <= max_batch, got " + std::to_string(min_batch) +
+                " and " + std::to_string(max_batch));
   }
   next_ = min_batch;
 }

@@ -47,9 +47,9 @@ std::string to_string(ProbeStatus status);
 struct BatchProbe {
   int64_t batch = 0;
   ProbeStatus status = ProbeStatus::kOk;
-  double median_s = 0;    ///< median step (train) or batch (inference) time, slowest rank
-  double p99_s = 0;       ///< p99 of the same
-  double throughput = 0;  ///< samples/s of the group: batch x world / median_s (0 if not ok)
+  double median_s = 0;           ///< median step (train) or batch (inference) time, slowest rank
+  double p99_s = 0;              ///< p99 of the same
+  double throughput = 0;         ///< samples/s of the group: batch x world / median_s (0 if not ok)
   double peak_memory_bytes = 0;  ///< max over ranks (GPU: allocated; CPU: RSS)
   /// Each measured iteration's time, slowest rank (empty when the probe did not complete).
   std::vector<double> times_s;
@@ -78,8 +78,8 @@ class BatchSearch {
 
 /// What the user asked of the choice (the cell's settings).
 struct BatchChoiceSettings {
-  double safety_margin = 0.1;     ///< fraction of the budget kept free
-  double latency_slo_s = 0;       ///< 0: none
+  double safety_margin = 0.1;      ///< fraction of the budget kept free
+  double latency_slo_s = 0;        ///< 0: none
   double memory_budget_bytes = 0;  ///< the budget the probes were judged by
 };
 

@@ -173,8 +173,8 @@ std::string batch_text(int64_t batch_size) {
 std::string cell_label(const CellSpec& spec) {
   const std::string branch = spec.branch.empty() ? "-" : spec.branch;
   std::string label = branch + "/" + spec.experiment + "/" + to_string(spec.mode) + "/b" +
-                      batch_text(spec.batch_size) + "/w" + std::to_string(spec.world_size) +
-                      "/" + to_string(spec.precision);
+                      batch_text(spec.batch_size) + "/w" + std::to_string(spec.world_size) + "/" +
+                      to_string(spec.precision);
   for (const auto& key : spec.label_settings) {
     if (const SettingDef* setting = find_setting(key)) {
       label += "/" + key + "=" + setting_text(*setting, setting->get(spec));

@@ -43,7 +43,7 @@ struct CellSummary {
   /// memory budget they were judged by (the ranks' `memory_budget_bytes`, smallest).
   std::optional<BatchFigures> batch_figures;
   double memory_budget_bytes = 0.0;
-  Summary time;        ///< statistics of the per-iteration time; see the layout doc
+  Summary time;  ///< statistics of the per-iteration time; see the layout doc
   double throughput_samples_per_s = 0.0;
   double samples_per_s_per_worker = 0.0;
   std::map<std::string, double> phase_median_s;  ///< per phase name
@@ -77,6 +77,6 @@ struct CellSummary {
 /// measured batch times, where samples is the sum of the ranks' `samples` metric when
 /// every rank reports one, else cell.samples, else batch_size * world_size *
 /// measured_iterations.
-CellSummary summarize_cell(const CellSpec& cell, const std::vector<RankResult>& ranks);
+CellSummary summarize_cell(const CellSpec& spec, const std::vector<RankResult>& ranks);
 
 }  // namespace scalebench

@@ -45,12 +45,9 @@ std::vector<std::string> phase_union(const std::vector<RankResult>& ranks) {
 }
 
 std::vector<uint8_t> serialize(const WorkerHello& hello) {
-  const nlohmann::json json{{"world_rank", hello.world_rank},
-                            {"host", hello.host},
-                            {"local_index", hello.local_index},
-                            {"device", hello.device},
-                            {"cpu_model", hello.cpu_model},
-                            {"node_cores", hello.node_cores}};
+  const nlohmann::json json{{"world_rank", hello.world_rank},   {"host", hello.host},
+                            {"local_index", hello.local_index}, {"device", hello.device},
+                            {"cpu_model", hello.cpu_model},     {"node_cores", hello.node_cores}};
   return nlohmann::json::to_msgpack(json);
 }
 

@@ -31,8 +31,8 @@ enum class Tag : int {
 struct WorkerHello {
   int world_rank = -1;
   std::string host;
-  int local_index = 0;  ///< index among the workers of this node (selects the GPU)
-  std::string device;   ///< "cpu" or the GPU's name
+  int local_index = 0;    ///< index among the workers of this node (selects the GPU)
+  std::string device;     ///< "cpu" or the GPU's name
   std::string cpu_model;  ///< cpu_model_name() of the worker's node ("" when unknown)
   int node_cores = 0;     ///< CPU cores of the worker's node
   bool operator==(const WorkerHello&) const = default;

@@ -7,9 +7,7 @@ namespace scalebench {
 
 std::chrono::microseconds PollBackoff::next(std::chrono::microseconds current,
                                             Clock::duration idle_for) {
-  const auto cap = idle_for >= kIdleAfter ? kIdleCap
-                   : idle_for >= kEagerFor  ? kBusyCap
-                                            : kEagerCap;
+  const auto cap = idle_for >= kIdleAfter ? kIdleCap : idle_for >= kEagerFor ? kBusyCap : kEagerCap;
   return std::min(std::max(current * 2, kFirst), cap);
 }
 

@@ -110,9 +110,8 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 }
 
 void drop_results(hid_t cell_group) {
-  for (const char* name :
-       {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary", "accuracy", "probes",
-        "probe_times"}) {
+  for (const char* name : {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary",
+                           "accuracy", "probes", "probe_times"}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {

@@ -64,8 +64,8 @@ struct CommitInfo {
 // Cost: O(file size) per mutation (copy + two fsyncs). docs/results-file.md gives the
 // measured figure. Rank 0 therefore commits its records in groups from a writer thread
 // (Note [Group commit] in orchestrator/group_commit_sink.h), so the number of copies does
-// not grow with the number of cells. Alternatives considered: SWMR (1.10) does not make a killed writer's
-// file safe for metadata changes like new groups; one file per cell would make every
+// not grow with the number of cells. Alternatives considered: SWMR (1.10) does not make a killed
+// writer's file safe for metadata changes like new groups; one file per cell would make every
 // reader assemble the run. The copy is cheap relative to a benchmark cell.
 
 /// Rank 0's writer of the results file. Not thread-safe. Movable, not copyable. Every

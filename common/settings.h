@@ -63,8 +63,8 @@ struct SettingDef {
   /// kInt only: a word accepted in place of a number and stored as 0 (batch_size: "auto",
   /// kBatchAuto); "" for none.
   std::string_view keyword;
-  std::string_view doc;                   ///< one line for the schema and the docs
-  bool axis = false;  ///< a list in `sweep`/experiments; each value makes its own cells
+  std::string_view doc;  ///< one line for the schema and the docs
+  bool axis = false;     ///< a list in `sweep`/experiments; each value makes its own cells
   IdRule id = IdRule::kAlways;
   SettingValue (*get)(const CellSpec&) = nullptr;
   void (*set)(CellSpec&, const SettingValue&) = nullptr;

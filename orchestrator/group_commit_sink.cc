@@ -91,8 +91,8 @@ void GroupCommitSink::close() {
   if (writer_.joinable()) writer_.join();
   const std::lock_guard lock(mutex_);
   closed_ = true;
-  SB_LOG(debug) << "results: " << stats_.records << " records in " << stats_.commits
-                << " commits, " << stats_.commit_s << " s committing";
+  SB_LOG(debug) << "results: " << stats_.records << " records in " << stats_.commits << " commits, "
+                << stats_.commit_s << " s committing";
   if (failure_) std::rethrow_exception(failure_);
 }
 
@@ -137,8 +137,8 @@ void GroupCommitSink::write_loop() {
     stats_.commit_s += took.count();
     const double pause_s =
         std::min(pacing_.max_delay_s, took.count() * (1.0 - pacing_.duty) / pacing_.duty);
-    next_commit_at_ = end + std::chrono::duration_cast<Clock::duration>(
-                                std::chrono::duration<double>(pause_s));
+    next_commit_at_ =
+        end + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(pause_s));
     committed_.notify_all();
   }
 }

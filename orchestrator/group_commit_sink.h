@@ -51,8 +51,8 @@ struct GroupCommitPacing {
 
 /// What the writer did (for logs, tests and tests/perf).
 struct GroupCommitStats {
-  size_t records = 0;  ///< records committed
-  size_t commits = 0;  ///< updates of the file
+  size_t records = 0;   ///< records committed
+  size_t commits = 0;   ///< updates of the file
   double commit_s = 0;  ///< total time spent in commits
 };
 

@@ -126,9 +126,8 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
                          ? "auto" + (row.chosen_batch > 0 ? ":" + std::to_string(row.chosen_batch)
                                                           : std::string())
                          : std::to_string(row.batch_size),
-                     std::to_string(row.world_size),
-                     row.metric.empty() ? "-" : row.metric, fixed(row.median_s * 1e3, 3),
-                     fixed(row.throughput_samples_per_s, 1),
+                     std::to_string(row.world_size), row.metric.empty() ? "-" : row.metric,
+                     fixed(row.median_s * 1e3, 3), fixed(row.throughput_samples_per_s, 1),
                      row.valid ? (*row.valid ? "1" : "0") : "-",
                      row.accuracy.empty() ? "-" : row.accuracy, row.status});
   }

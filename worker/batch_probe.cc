@@ -30,7 +30,7 @@ struct LocalProbe {
   double p99_s = 0;
   double peak_bytes = 0;
   bool timed_out = false;
-  std::string failure;  ///< a failure other than running out of memory ("" when none)
+  std::string failure;          ///< a failure other than running out of memory ("" when none)
   std::vector<double> times_s;  ///< each measured iteration's step/batch time
 };
 
@@ -117,25 +117,22 @@ GroupOutcome reduce_probe(const LocalProbe& local, int64_t batch, int world, MPI
   if (count > 0) {
     std::vector<double> times(local.times_s.begin(), local.times_s.begin() + count);
     out.probe.times_s.resize(static_cast<size_t>(count));
-    MPI_CHECK(MPI_Allreduce(times.data(), out.probe.times_s.data(), count, MPI_DOUBLE, MPI_MAX,
-                            group));
+    MPI_CHECK(
+        MPI_Allreduce(times.data(), out.probe.times_s.data(), count, MPI_DOUBLE, MPI_MAX, group));
   }
   const bool fits = out.probe.status == ProbeStatus::kOk && !out.failed && !out.timed_out;
   // Training: the global batch per step; inference: every rank's batch per batch time.
-  out.probe.throughput = fits && out.probe.median_s > 0
-                             ? static_cast<double>(batch) * world / out.probe.median_s
-                             : 0;
+  out.probe.throughput =
+      fits && out.probe.median_s > 0 ? static_cast<double>(batch) * world / out.probe.median_s : 0;
   return out;
 }
 
 /// The summarised phase's median and p99 over the measured rows of `loop`.
 void loop_statistics(const LoopResult& loop, const Workload& workload, LocalProbe& local) {
   const auto& phases = workload.phases();
-  const std::string metric = std::find(phases.begin(), phases.end(), "step") != phases.end()
-                                 ? "step"
-                                 : "batch";
-  const size_t column =
-      std::find(phases.begin(), phases.end(), metric) - phases.begin();
+  const std::string metric =
+      std::find(phases.begin(), phases.end(), "step") != phases.end() ? "step" : "batch";
+  const size_t column = std::find(phases.begin(), phases.end(), metric) - phases.begin();
   std::vector<double> times;
   for (int64_t row = loop.warmup_run; row < loop.iterations_run; ++row) {
     times.push_back(loop.timings_s[static_cast<size_t>(row) * phases.size() + column]);
@@ -179,8 +176,8 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
     // Note [Group probes]: a lone step first, so that an OOM never strands a collective.
     if (train && world > 1) {
       const LocalProbe alone = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe&) {
-        auto workload = make_workload(probe_assignment(assignment, batch, 0), device,
-                                      MPI_COMM_SELF);
+        auto workload =
+            make_workload(probe_assignment(assignment, batch, 0), device, MPI_COMM_SELF);
         run_timed_loop(*workload, {device, MPI_COMM_SELF, deadline});
       });
       const GroupOutcome lone = reduce_probe(alone, batch, world, group);
@@ -240,10 +237,10 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
   if (figures.max_batch_ok == 0) {
     throw OutOfMemoryError(
         FailurePhase::kBatchSearch,
-        "batch_size auto: not even min_batch " + std::to_string(cell.min_batch) +
-            " fits (" + to_string(outcome.probes.front().status) + ", peak " +
-            std::to_string(static_cast<int64_t>(outcome.probes.front().peak_memory_bytes /
-                                                (1 << 20))) +
+        "batch_size auto: not even min_batch " + std::to_string(cell.min_batch) + " fits (" +
+            to_string(outcome.probes.front().status) + ", peak " +
+            std::to_string(
+                static_cast<int64_t>(outcome.probes.front().peak_memory_bytes / (1 << 20))) +
             " MiB, budget " + std::to_string(static_cast<int64_t>(budget / (1 << 20))) +
             " MiB); lower min_batch or raise memory_limit_mb");
   }

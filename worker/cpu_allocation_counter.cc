@@ -110,8 +110,7 @@ int64_t peak_counted_cpu_bytes() {
 }
 
 int64_t current_counted_cpu_bytes() {
-  return CountingCpuAllocator::instance != nullptr ? CountingCpuAllocator::instance->current()
-                                                   : 0;
+  return CountingCpuAllocator::instance != nullptr ? CountingCpuAllocator::instance->current() : 0;
 }
 
 bool counting_cpu_allocations() {

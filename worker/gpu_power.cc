@@ -71,8 +71,7 @@ std::unique_ptr<GpuPower> GpuPower::open(const std::string& pci_bus_id) {
 
 std::optional<double> GpuPower::total_energy_j() const {
   unsigned long long millijoules = 0;
-  if (api_->total_energy == nullptr ||
-      api_->total_energy(device_, &millijoules) != Api::kSuccess) {
+  if (api_->total_energy == nullptr || api_->total_energy(device_, &millijoules) != Api::kSuccess) {
     return std::nullopt;
   }
   return static_cast<double>(millijoules) / 1000.0;
@@ -84,8 +83,7 @@ std::map<std::string, double> GpuPower::clock_metrics() const {
   if (api_->clock != nullptr && api_->clock(device_, Api::kClockSm, &value) == Api::kSuccess) {
     metrics["gpu_sm_clock_mhz"] = value;
   }
-  if (api_->clock != nullptr &&
-      api_->clock(device_, Api::kClockMemory, &value) == Api::kSuccess) {
+  if (api_->clock != nullptr && api_->clock(device_, Api::kClockMemory, &value) == Api::kSuccess) {
     metrics["gpu_memory_clock_mhz"] = value;
   }
   if (api_->max_clock != nullptr &&

@@ -56,7 +56,6 @@ class GpuPower {
 /// the loop) from two readings of the counter, and the clock metrics. Empty when `power` is
 /// null. `start_j` is total_energy_j() at the loop's start.
 std::map<std::string, double> loop_power_metrics(const GpuPower* power,
-                                                 std::optional<double> start_j,
-                                                 double loop_wall_s);
+                                                 std::optional<double> start_j, double loop_wall_s);
 
 }  // namespace scalebench

@@ -4,8 +4,8 @@
 #include <torch/torch.h>
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <tuple>
 #include <utility>
@@ -159,12 +159,12 @@ void check_memory_limit(const CellSpec& cell, const torch::Device& device, RankR
   const auto mib = [](double bytes) { return std::to_string(std::llround(bytes / (1 << 20))); };
   result.status = CellStatus::kOom;
   result.failed_phase = FailurePhase::kLoop;
-  result.reason = std::string("peak memory ") + mib(peak) + " MiB (allocated tensors, batch " +
-                  std::to_string(batch == result.metrics.end()
-                                     ? cell.batch_size
-                                     : static_cast<int64_t>(batch->second)) +
-                  ") is above memory_limit_mb " + mib(budget) +
-                  " MiB; lower the batch size or raise memory_limit_mb";
+  result.reason =
+      std::string("peak memory ") + mib(peak) + " MiB (allocated tensors, batch " +
+      std::to_string(batch == result.metrics.end() ? cell.batch_size
+                                                   : static_cast<int64_t>(batch->second)) +
+      ") is above memory_limit_mb " + mib(budget) +
+      " MiB; lower the batch size or raise memory_limit_mb";
 }
 
 /// See Note [Group agreement]. Returns true when every rank is ok; otherwise marks an ok

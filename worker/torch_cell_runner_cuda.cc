@@ -40,10 +40,9 @@ std::map<std::string, double> cuda_device_metrics(int index) {
 std::string cuda_pci_bus_id(int index) {
   const auto* properties = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(index));
   std::array<char, 32> text{};
-  std::snprintf(text.data(), text.size(), "%08X:%02X:%02X.0",
-                static_cast<unsigned>(properties->pciDomainID),
-                static_cast<unsigned>(properties->pciBusID),
-                static_cast<unsigned>(properties->pciDeviceID));
+  std::snprintf(
+      text.data(), text.size(), "%08X:%02X:%02X.0", static_cast<unsigned>(properties->pciDomainID),
+      static_cast<unsigned>(properties->pciBusID), static_cast<unsigned>(properties->pciDeviceID));
   return text.data();
 }
 

@@ -187,7 +187,8 @@ double parameter_checksum(torch::nn::Module& module) {
     const auto flat = parameter.detach().flatten();
     const auto terms = at::add(flat.abs(), flat, 0.5);  // |w| + w/2
     const int64_t whole = flat.numel() / kPeriod * kPeriod;
-    const auto columns = terms.narrow(0, 0, whole).view({-1, kPeriod}).sum(0, false, torch::kDouble);
+    const auto columns =
+        terms.narrow(0, 0, whole).view({-1, kPeriod}).sum(0, false, torch::kDouble);
     const auto rest = terms.narrow(0, whole, flat.numel() - whole).to(torch::kDouble);
     const auto column_sums = columns.cpu();
     const auto rest_values = rest.cpu();

@@ -24,13 +24,17 @@ class AnalysisOptions:
 @dataclass
 class Analysis:
     """Every table of one results file. `sections` is ordered: overview, cells, scaling,
-    batch, stragglers, accuracy (only when a cell has an accuracy group), then the ablation
-    tables and speedup / regressions when asked for."""
+    batch, batch_study and batch_curve (only when the file has a batch study: an auto
+    cell or a listed-batch group, batch.py Note [Batch study]), stragglers, accuracy
+    (only when a cell has an accuracy group), then the ablation tables and speedup /
+    regressions when asked for."""
 
     results: Results
     options: AnalysisOptions
     sections: dict = field(default_factory=dict)
     batch_points: pd.DataFrame | None = None
+    batch_studies: pd.DataFrame | None = None  # batch.batch_study: one row per study
+    batch_curve: pd.DataFrame | None = None  # batch.batch_study: one row per probe / cell
     trust: pd.DataFrame | None = None
     baseline: Results | None = None
 
@@ -125,6 +129,10 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     out.sections["cells"] = cells_table(results, trust, scale)
     out.sections["scaling"] = scale
     out.sections["batch"] = batch.batch_table(points, options.slo_p99_ms)
+    out.batch_studies, out.batch_curve = batch.batch_study(results, points, options.slo_p99_ms)
+    if len(out.batch_studies):
+        out.sections["batch_study"] = out.batch_studies
+        out.sections["batch_curve"] = out.batch_curve
     out.sections["stragglers"] = quality.straggler_table(results, options.quality)
     checked = accuracy.accuracy_table(results.cells)
     if len(checked):

@@ -158,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="per-axis and cumulative ablation tables and recommendations (swept settings)",
     )
+    a.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="also write every plot of the HTML report as DIR/<plot>.png (DIR is created)",
+    )
     _add_output(a)
     _add_baselines(a)
     _add_quality(a)
@@ -233,9 +238,14 @@ def _warn_damaged(command: str, *loaded) -> None:
                 file=sys.stderr,
             )
         for cell_id, problem in sorted(results.problems.items()):
+            shown = (
+                "its accuracy is shown as unreadable"
+                if problem.startswith("accuracy")
+                else "its batch search is left out"
+            )
             print(
                 f"scalebench {command}: warning: {results.path}: cell {cell_id}: {problem} "
-                f"(its accuracy is shown as unreadable)",
+                f"({shown})",
                 file=sys.stderr,
             )
 
@@ -247,6 +257,7 @@ _RESULTS_ONLY = {
     "baseline": "--baseline",
     "baseline_file": "--baseline-file",
     "slo_p99_ms": "--slo-p99-ms",
+    "plots": "--plots",
 }
 
 
@@ -281,6 +292,11 @@ def run_analyze(args) -> int:
     analysis = analyze(args.results, _options(args))
     _warn_damaged("analyze", analysis.results, analysis.baseline)
     _write(render(analysis, args.format, args.table or "cells"), args.output)
+    if args.plots:
+        from .plots import write_pngs
+
+        written = write_pngs(analysis, args.plots)
+        print(f"wrote {len(written)} plots to {args.plots}", file=sys.stderr)
     return EXIT_OK
 
 

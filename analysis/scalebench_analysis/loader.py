@@ -16,6 +16,22 @@
   of the group (``accuracy_mae_rel``, ``accuracy_psnr_db``, ...); NaN in cells without
   one, and no such column at all in a file without any (layout 1.0 - 1.2). A group that
   cannot be read gives ``accuracy_problem`` instead (see ``problems``).
+  Since layout 1.4 every complete cell's summary adds ``batch_size`` (the batch its timed
+  loop ran: for ``batch_size: auto`` the recommended batch, so the ``batch_size`` column is
+  that batch, the spec's 0 only for an auto cell without results), ``energy_j`` and
+  ``samples_per_joule`` (NaN on the CPU), and auto cells the batch figures
+  ``max_batch_ok``, ``oom_batch``, ``best_batch``, ``knee_batch``, ``slo_batch``,
+  ``recommended_batch`` (nullable Int64, as stored: 0 = none for ``oom_batch`` and
+  ``slo_batch``), ``memory_per_sample_bytes`` and ``memory_budget_bytes``. These columns
+  are always present: NA / NaN in other cells and in older files. ``batch_auto`` is True
+  for cells whose spec asks for ``batch_size: auto``.
+* ``probes``: one row per probe of the batch search of every ``batch_size: auto`` cell
+  (layout 1.4), in the order run: ``cell_id``, ``probe`` (0, 1, ...), ``batch``,
+  ``status`` (``ok``, ``oom``, ``over_budget``), ``median_s``, ``p99_s``,
+  ``throughput_samples_per_s``, ``peak_memory_bytes`` as stored (0 for what a probe that did
+  not fit or complete lacks). ``probe_times``: one row per measured iteration of a probe
+  (``cell_id``, ``probe``, ``batch``, ``iteration``, ``time_s``), NaN (not completed)
+  left out. Both empty, with these columns, in a file without auto cells.
 * ``timings``: long table, one row per (cell_id, rank, iteration, phase) with ``time_s``
   and ``warmup`` (True for the first ``warmup_iterations`` iterations), cells in file order,
   each cell's rows in (rank, iteration, phase) order. NaN padding rows (past a rank's own
@@ -31,7 +47,8 @@
   warning line per damaged cell.
 * ``problems``: cell id -> one line about a part of a cell that could not be read while
   the cell itself was kept (a damaged ``accuracy`` group: its accuracy shows as
-  ``unreadable``). The CLI prints one warning line per entry.
+  ``unreadable``; damaged ``probes``: the cell has none in ``probes``). The CLI prints one
+  warning line per entry.
 """
 
 from __future__ import annotations
@@ -103,6 +120,8 @@ class Results:
     raw: dict = field(default_factory=dict)
     damaged: dict = field(default_factory=dict)
     problems: dict = field(default_factory=dict)
+    probes: pd.DataFrame = field(default_factory=lambda: _probes_frame([]))
+    probe_times: pd.DataFrame = field(default_factory=lambda: _probe_times_frame([]))
 
     def cell(self, cell_id: str) -> pd.Series:
         """The row of `cells` for `cell_id` (KeyError when absent)."""
@@ -315,10 +334,11 @@ def _check_cell(row: dict, spec_text) -> None:
         value = spec.get(name)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"spec field {name!r} is missing or not a {kind.__name__}")
-    for name in _INTEGER_CELL_ATTRS:
+    for name in (*_INTEGER_CELL_ATTRS, "loop_batch_size"):
         value = row.get(name, 0)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"attribute {name!r} is not an integer: {value!r}")
+            what = "summary attribute 'batch_size'" if name == "loop_batch_size" else None
+            raise ValueError(f"{what or f'attribute {name!r}'} is not an integer: {value!r}")
 
 
 #: Text attributes of the `accuracy` subgroup (layout 1.3); `failed_checks` is a JSON list.
@@ -401,9 +421,114 @@ def _cell_row(cell_id: str, group: h5py.Group) -> tuple[dict, object]:
     row["ranks"] = _json_text(attributes["ranks"], []) if "ranks" in attributes else []
     if "summary" in group:
         row.update(LAYOUT_1_0_THRESHOLDS)
-        row.update(_attributes(group["summary"]))
+        summary = dict(_attributes(group["summary"]))
+        if "batch_size" in summary:  # layout 1.4: the loop's batch; _read_cell takes it
+            row["loop_batch_size"] = summary.pop("batch_size")
+        row.update(summary)
     row.update(_accuracy_columns(group))
     return row, attributes.get("spec")
+
+
+#: Columns of the `probes` dataset (layout 1.4) in the order scalebench writes them.
+PROBE_COLUMNS = ("batch", "median_s", "p99_s", "throughput_samples_per_s", "peak_memory_bytes")
+PROBE_STATUSES = ("ok", "oom", "over_budget")
+#: Summary attributes of a `batch_size: auto` cell (layout 1.4): integers, then floats.
+BATCH_FIGURES = (
+    "max_batch_ok",
+    "oom_batch",
+    "best_batch",
+    "knee_batch",
+    "slo_batch",
+    "recommended_batch",
+)
+_BATCH_FLOATS = ("memory_per_sample_bytes", "memory_budget_bytes", "energy_j", "samples_per_joule")
+_PROBES_COLUMNS = ["cell_id", "probe", "batch", "status", *PROBE_COLUMNS[1:]]
+_PROBE_TIMES_COLUMNS = ["cell_id", "probe", "batch", "iteration", "time_s"]
+
+
+@dataclass(frozen=True)
+class _CellProbes:
+    """A cell's `probes` and `probe_times` as stored (values, column names, statuses)."""
+
+    values: np.ndarray  # (probes, columns)
+    columns: list
+    status: list
+    times: np.ndarray  # (probes, probe_iterations), (probes, 0) without `probe_times`
+
+
+def _read_probes(group: h5py.Group) -> _CellProbes | None:
+    """The cell's `probes` (None without); ValueError/OSError/... naming what is wrong."""
+    if "probes" not in group:
+        return None
+    dataset = group["probes"]
+    values = np.asarray(dataset[()], dtype=float)
+    columns = _json_attr(dataset, "columns", None)
+    status = _json_attr(dataset, "status", None)
+    if values.ndim != 2:
+        raise ValueError(f"'probes' has shape {values.shape}, expected (probes, columns)")
+    if not isinstance(columns, list) or len(columns) != values.shape[1] or "batch" not in columns:
+        raise ValueError(f"'probes' columns {columns!r} do not match its shape {values.shape}")
+    if not isinstance(status, list) or len(status) != values.shape[0]:
+        raise ValueError(f"'probes' status {status!r} does not give one per row")
+    unknown = sorted({str(s) for s in status} - set(PROBE_STATUSES))
+    if unknown:
+        raise ValueError(
+            f"'probes' status {unknown[0]!r} is not one of {', '.join(PROBE_STATUSES)}"
+        )
+    times = np.empty((values.shape[0], 0))
+    if "probe_times" in group:
+        times = np.asarray(group["probe_times"][()], dtype=float)
+        if times.ndim != 2 or times.shape[0] != values.shape[0]:
+            raise ValueError(f"'probe_times' shape {times.shape} does not match 'probes'")
+    return _CellProbes(values, columns, status, times)
+
+
+def _probes_frame(read: list) -> pd.DataFrame:
+    """The `probes` table of [(cell_id, _CellProbes)] (file order)."""
+    if not read:
+        return pd.DataFrame(
+            {
+                c: pd.Series(dtype=object if c in ("cell_id", "status") else float)
+                for c in _PROBES_COLUMNS
+            }
+        )
+    frames = []
+    for cell_id, probes in read:
+        n = probes.values.shape[0]
+        frame = pd.DataFrame(probes.values, columns=probes.columns)
+        frame.insert(0, "cell_id", cell_id)
+        frame.insert(1, "probe", np.arange(n))
+        frame.insert(3, "status", probes.status)
+        frames.append(frame)
+    out = pd.concat(frames, ignore_index=True)
+    for name in PROBE_COLUMNS:
+        if name not in out:
+            out[name] = np.nan
+    out["batch"] = out["batch"].astype("int64")
+    rest = [c for c in out.columns if c not in _PROBES_COLUMNS]
+    return out[_PROBES_COLUMNS + rest]
+
+
+def _probe_times_frame(read: list) -> pd.DataFrame:
+    """The long `probe_times` table of [(cell_id, _CellProbes)]: finite times only."""
+    rows = {c: [] for c in _PROBE_TIMES_COLUMNS}
+    for cell_id, probes in read:
+        times = probes.times
+        probe, iteration = np.nonzero(np.isfinite(times))
+        batches = probes.values[:, probes.columns.index("batch")].astype(np.int64)
+        rows["cell_id"].append(np.full(probe.size, cell_id, dtype=object))
+        rows["probe"].append(probe.astype(np.int64))
+        rows["batch"].append(batches[probe])
+        rows["iteration"].append(iteration.astype(np.int64))
+        rows["time_s"].append(times[probe, iteration])
+    kinds = {"cell_id": object, "probe": np.int64, "batch": np.int64, "iteration": np.int64}
+    return pd.DataFrame(
+        {
+            c: np.concatenate(v) if v else np.empty(0, dtype=kinds.get(c, float))
+            for c, v in rows.items()
+        },
+        columns=_PROBE_TIMES_COLUMNS,
+    )
 
 
 # Note [Timings decompressed in a thread]
@@ -670,6 +795,14 @@ def _setting_labels(specs: list[dict]) -> list[str]:
     return labels
 
 
+def _batch_text(batch: int, auto: bool) -> str:
+    """A label's batch: the number; `auto:<batch the loop ran>` (as `scalebench info` shows
+    it) for a `batch_size: auto` cell, `auto` when it has no results."""
+    if not auto:
+        return str(batch)
+    return f"auto:{batch}" if batch else "auto"
+
+
 def _cells_frame(rows: list[dict]) -> pd.DataFrame:
     cells = pd.DataFrame(rows)
     if cells.empty:
@@ -696,12 +829,19 @@ def _cells_frame(rows: list[dict]) -> pd.DataFrame:
     ):
         if name in cells:
             cells[name] = cells[name].astype("int64")
+    # Layout 1.4: the batch figures of auto cells (NA elsewhere) and the energy figures.
+    for name in BATCH_FIGURES:
+        cells[name] = cells[name] if name in cells else pd.Series(pd.NA, index=cells.index)
+        cells[name] = cells[name].astype("Int64")
+    for name in _BATCH_FLOATS:
+        cells[name] = cells[name].astype(float) if name in cells else np.nan
+    cells["batch_auto"] = [s.get("batch_size") == 0 for s in cells["spec"]]
     cells["global_batch"] = cells["batch_size"] * cells["world_size"]
     cells["config"] = [config_key(s) for s in cells["spec"]]
     cells["setting"] = _setting_labels(list(cells["spec"]))
     cells["label"] = [
-        f"{r.branch or '-'}/{r.experiment}/{r.mode}/b{r.batch_size}/w{r.world_size}/{r.precision}"
-        + ("" if r.setting == "default" else f" [{r.setting}]")
+        f"{r.branch or '-'}/{r.experiment}/{r.mode}/b{_batch_text(r.batch_size, r.batch_auto)}"
+        f"/w{r.world_size}/{r.precision}" + ("" if r.setting == "default" else f" [{r.setting}]")
         for r in cells.itertuples()
     ]
     return cells.sort_values(
@@ -720,6 +860,8 @@ def _read_cell(cell_id: str, group: h5py.Group, pool: ThreadPoolExecutor):
     with _CellTimings.result(), before those of the parts read after them."""
     row, spec_text = _cell_row(cell_id, group)
     _check_cell(row, spec_text)
+    if "loop_batch_size" in row:  # the summary's (layout 1.4): auto cells' chosen batch
+        row["batch_size"] = row.pop("loop_batch_size")
     timings = _cell_timings(cell_id, group, pool)
     try:
         ranks = _rank_rows(cell_id, group)
@@ -727,7 +869,13 @@ def _read_cell(cell_id: str, group: h5py.Group, pool: ThreadPoolExecutor):
         if timings is not None:
             timings.result()  # a damaged `timings` is the reason, as it is read first
         raise
-    return row, timings, ranks
+    probes = None
+    if row["spec"].get("batch_size") == 0:  # only auto cells have probes: no cost to others
+        try:
+            probes = _read_probes(group)
+        except _CELL_ERRORS as error:
+            probes = f"probes unreadable: {_one_line(error)}"
+    return row, timings, ranks, probes
 
 
 def load(path: str | os.PathLike) -> Results:
@@ -739,6 +887,7 @@ def load(path: str | os.PathLike) -> Results:
     with _open(path) as f, ThreadPoolExecutor(max_workers=1) as pool:
         version, meta = _read_meta(f, path)
         cells, rows, rank_rows, raw, damaged, problems = [], [], [], {}, {}, {}
+        probes = []
         try:
             cells_group = f.get("cells")
             cell_ids = list(cells_group.keys()) if cells_group is not None else []
@@ -750,9 +899,9 @@ def load(path: str | os.PathLike) -> Results:
             try:
                 cells.append((cell_id, *_read_cell(cell_id, cells_group[cell_id], pool)))
             except _CELL_ERRORS as error:
-                cells.append((cell_id, _one_line(error), None, None))
+                cells.append((cell_id, _one_line(error), None, None, None))
         # Then, in file order again, the timings decompressed meanwhile.
-        for cell_id, row, timings, ranks in cells:
+        for cell_id, row, timings, ranks, cell_probes in cells:
             try:
                 raw_timings = timings.result() if timings is not None else None
             except _CELL_ERRORS as error:
@@ -763,6 +912,10 @@ def load(path: str | os.PathLike) -> Results:
             rows.append(row)
             if "accuracy_problem" in row:
                 problems[cell_id] = f"accuracy group unreadable: {row['accuracy_problem']}"
+            if isinstance(cell_probes, str):
+                problems[cell_id] = cell_probes
+            elif cell_probes is not None:
+                probes.append((cell_id, cell_probes))
             if raw_timings is not None:
                 raw[cell_id] = raw_timings
             rank_rows.extend(ranks)
@@ -776,4 +929,6 @@ def load(path: str | os.PathLike) -> Results:
         raw=raw,
         damaged=damaged,
         problems=problems,
+        probes=_probes_frame(probes),
+        probe_times=_probe_times_frame(probes),
     )

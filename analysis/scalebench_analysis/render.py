@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import compare
+from . import batch, compare
 from .analysis import Analysis
 
 TITLES = {
@@ -16,6 +16,10 @@ TITLES = {
     "cells": "Cells",
     "scaling": "Scaling (weak: fixed per-rank batch; strong: fixed global batch; 1.0 = ideal)",
     "batch": "Batch size",
+    "batch_study": "Batch study: the figures of each batch search (auto cell) or listed-batch "
+    "group (0 = none)",
+    "batch_curve": "Batch study: throughput, speedup over the smallest batch, per-sample latency "
+    "and memory efficiency against batch",
     "stragglers": "Straggler ranks",
     "accuracy": "Accuracy: each validated cell against its fp32 reference (the file's verdict)",
     "speedup": "Speedup against the baseline",
@@ -56,7 +60,16 @@ _ABLATION_NUMBERS = {"median_ms", "speedup", "axis", "step"}
 _RATIO = ("efficiency", "speedup", "ratio", "ci_low", "ci_high")
 _PERCENT = ("cv", "comm_share")
 _SIGNED_PERCENT = ("drift", "change", "excess")
-_INTEGER = ("batch", "world", "count", "n_base", "n_new", "rank", "untrusted_ok_cells")
+_INTEGER = (
+    "batch",
+    "max_batch",
+    "world",
+    "count",
+    "n_base",
+    "n_new",
+    "rank",
+    "untrusted_ok_cells",
+)
 #: Figures of the accuracy table: small relative errors, similarities close to 1, decibels.
 _ACCURACY_FORMATS = {
     "mae_rel": "{:.3g}",
@@ -70,7 +83,7 @@ _ACCURACY_FORMATS = {
 
 
 def _format_value(column: str, value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
@@ -178,7 +191,12 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def to_markdown(analysis: Analysis) -> str:
+    """The executive summary of the batch studies (when the file has any: batch.py Note
+    [Batch study]), then every section as a Markdown table."""
     parts = [f"# scalebench analysis: `{analysis.results.path}`", ""]
+    studies = analysis.batch_studies
+    if studies is not None and len(studies):
+        parts += ["## Batch size: executive summary", "", batch.executive_summary(studies)]
     for name, frame in analysis.sections.items():
         parts += [f"## {TITLES.get(name, name)}", ""]
         shown = display_frame(name, frame)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 
 import jinja2
 
-from . import compare
+from . import batch, compare
 from .analysis import Analysis
-from .plots import PLOTS, figure_png
+from .plots import BATCH_PLOTS, PLOTS, figure_png
 from .render import TITLES, display_frame
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -47,6 +48,18 @@ _TEMPLATE = """<!DOCTYPE html>
 <img alt="{{ plot.title }}" src="data:image/png;base64,{{ plot.data }}">
 <p class="caption">{{ plot.caption }}</p>
 {% endfor %}
+{% if studies %}
+<h2 id="batch-size">Batch size</h2>
+{% for study in studies %}
+<h3>{{ study.title }}</h3>
+<ul class="notes">{% for line in study.lines %}<li>{{ line | safe }}</li>{% endfor %}</ul>
+{% endfor %}
+{% for plot in batch_plots %}
+<h3>{{ plot.title }}</h3>
+<img alt="{{ plot.title }}" src="data:image/png;base64,{{ plot.data }}">
+<p class="caption">{{ plot.caption }}</p>
+{% endfor %}
+{% endif %}
 {% for table in tables %}
 <h2>{{ table.title }}</h2>
 {{ table.html | safe }}
@@ -71,7 +84,27 @@ CAPTIONS = {
     "iteration (train) or every batch latency (inference).",
     "regression_forest": "Median time ratio new / base with its bootstrap confidence interval; "
     "grey band: the regression threshold.",
+    "batch_throughput": "One panel per batch study (a batch_size auto cell's probes, or cells "
+    "that differ only in batch). Open markers: knee (within 5% of the best), best, recommended; "
+    "dashed lines: the largest batch that fit (green) and the smallest that did not (red); x: "
+    "probes that did not fit.",
+    "batch_memory": "Peak memory of each probe or cell; solid red line: the memory budget the "
+    "probes were judged by, dotted: the budget less the safety margin (the recommended batch "
+    "stays below it).",
+    "batch_latency": "Distribution of the step (train, slowest rank) or batch (inference) time: "
+    "an auto cell's probe iterations, a listed cell's measured iterations.",
+    "batch_speedup": "Throughput over the throughput of the smallest batch that fit; dashed: "
+    "linear in the batch (every sample free).",
+    "batch_efficiency": "Samples per second per GiB of peak memory: what a GiB of memory buys "
+    "at each batch.",
 }
+
+
+def _inline(markdown: str) -> str:
+    """HTML of one line of study_lines' Markdown: escaped, **bold** and `code` kept."""
+    text = html.escape(markdown)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
 
 
 def _row_classes(name: str, frame) -> list[str]:
@@ -134,16 +167,27 @@ def _cards(analysis: Analysis) -> list[dict]:
 def render_html(analysis: Analysis, title: str | None = None) -> str:
     from .render import section_notes
 
-    plots = []
-    for key, plot_title, function in PLOTS:
-        fig = function(analysis)
-        if fig is not None:
-            plots.append(
-                {
-                    "title": plot_title,
-                    "caption": CAPTIONS[key],
-                    "data": base64.b64encode(figure_png(fig)).decode("ascii"),
-                }
+    def rendered(plot_list):
+        out = []
+        for key, plot_title, function in plot_list:
+            fig = function(analysis)
+            if fig is not None:
+                out.append(
+                    {
+                        "title": plot_title,
+                        "caption": CAPTIONS[key],
+                        "data": base64.b64encode(figure_png(fig)).decode("ascii"),
+                    }
+                )
+        return out
+
+    plots = rendered(PLOTS)
+    studies = []
+    if analysis.batch_studies is not None:
+        for study in analysis.batch_studies.itertuples():
+            study_title, lines = batch.study_lines(study)
+            studies.append(
+                {"title": _inline(study_title), "lines": [_inline(line) for line in lines]}
             )
     tables = []
     for name, frame in analysis.sections.items():
@@ -166,6 +210,8 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         overview=list(zip(overview.field, overview.value)),
         cards=_cards(analysis),
         plots=plots,
+        studies=studies,
+        batch_plots=rendered(BATCH_PLOTS) if studies else [],
         tables=tables,
         gate=gate,
         path=analysis.results.path,

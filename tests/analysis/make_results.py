@@ -68,13 +68,27 @@ def fnv1a64(text: str) -> int:
     return value
 
 
-def make_spec(branch, mode, batch, world, precision="fp32", samples=0):
+def make_spec(
+    branch,
+    mode,
+    batch,
+    world,
+    precision="fp32",
+    samples=0,
+    experiment=None,
+    model="mlp",
+    input_shape=(64,),
+    **settings,
+):
+    """A cell spec as to_json(CellSpec) writes it. `settings` are the settings that enter
+    the spec only when not default (common/cell_spec.cc canonical_json): the batch search's
+    `min_batch`, `max_batch`, `memory_limit_mb`, ... of a `batch_size: auto` cell (batch 0)."""
     spec = {
         "branch": branch,
         "commit": {"main": "a" * 40, "feature": "b" * 40}[branch],
-        "experiment": "mlp-" + mode,
-        "model": {"zoo": "mlp", "torchscript": ""},
-        "input_shape": [64],
+        "experiment": experiment or "mlp-" + mode,
+        "model": {"zoo": model, "torchscript": ""},
+        "input_shape": list(input_shape),
         "num_classes": 10,
         "mode": mode,
         "optimizer": {"name": "sgd", "lr": 0.01, "momentum": 0.0, "weight_decay": 0.0},
@@ -94,6 +108,7 @@ def make_spec(branch, mode, batch, world, precision="fp32", samples=0):
         "samples": samples,
         "seed": 7,
         "timeout_s": 600.0,
+        **settings,
     }
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
     spec["source"] = "quickstart.yaml:3"
@@ -186,10 +201,22 @@ def _metric(rank_metrics, names, name) -> np.ndarray:
 
 
 def summary_of(
-    timings, phases, warmup, mode, batch, world, samples, measured_iterations, rank_metrics, names
+    timings,
+    phases,
+    warmup,
+    mode,
+    batch,
+    world,
+    samples,
+    measured_iterations,
+    rank_metrics,
+    names,
+    figures=None,
 ):
     """The `summary` attributes with the names, types and values that
-    common/cell_summary.cc + common/results_cells.cc write (schemas/results-layout.md)."""
+    common/cell_summary.cc + common/results_cells.cc write (schemas/results-layout.md).
+    `batch` is the batch the loop ran; `figures` the batch figures of a `batch_size: auto`
+    cell (batch_figures), None for any other."""
     measured = timings[:, warmup:, :]
     metric = "step" if mode == "train" else "batch"
     main = measured[:, :, phases.index(metric)]
@@ -198,7 +225,8 @@ def summary_of(
         values = np.nanmax(main[:, rows], axis=0)
     else:
         values = main[np.isfinite(main)]
-    out = {"metric": metric, **_statistics(values)}
+    out = {"metric": metric, "batch_size": np.int64(batch), **(figures or {})}
+    out.update(_statistics(values))
     median = out["median_s"]
     if mode == "train":
         throughput = batch * world / median if median > 0 else float("nan")
@@ -236,6 +264,14 @@ def summary_of(
         / _metric(rank_metrics, names, "node_cores")
     )
     out["cpu_threads_per_core"] = float(np.max(load)) if np.all(np.isfinite(load)) else float("nan")
+    # Note [GPU energy]: NaN unless every rank measured one (never on the CPU).
+    energy = _metric(rank_metrics, names, "gpu_energy_j")
+    out["energy_j"] = float(np.sum(energy)) if np.all(np.isfinite(energy)) else float("nan")
+    if mode == "train":
+        done = batch * world * measured_iterations
+    else:
+        done = throughput * float(np.max(np.nansum(main, axis=1)))  # the samples counted
+    out["samples_per_joule"] = done / out["energy_j"] if out["energy_j"] > 0 else float("nan")
     thresholds = cpp_thresholds()
     in_sync = True
     if mode == "train":
@@ -259,23 +295,98 @@ def summary_of(
     return out
 
 
+#: kKneeFraction of common/batch_search.h: the knee is the smallest batch within it of the best.
+KNEE_FRACTION = float(cpp_constant("common/batch_search.h", "kKneeFraction"))
+PROBE_COLUMNS = ["batch", "median_s", "p99_s", "throughput_samples_per_s", "peak_memory_bytes"]
+
+
+def batch_figures(probes, status, budget_bytes, safety_margin=0.1, latency_slo_ms=0.0) -> dict:
+    """The summary's batch figures of a `batch_size: auto` cell from its probes (rows of
+    PROBE_COLUMNS) and their statuses, with the rules of batch_figures() in
+    common/batch_search.cc, typed as the summary stores them."""
+    rows = [dict(zip(PROBE_COLUMNS, row)) for row in np.asarray(probes, dtype=float)]
+    fit = sorted((r for r, s in zip(rows, status) if s == "ok"), key=lambda r: r["batch"])
+    failed = [r["batch"] for r, s in zip(rows, status) if s != "ok"]
+    out = dict.fromkeys(
+        ("max_batch_ok", "oom_batch", "best_batch", "knee_batch", "slo_batch", "recommended_batch"),
+        0,
+    )
+    out["oom_batch"] = min(failed) if failed else 0
+    slope = float("nan")
+    if fit:
+        out["max_batch_ok"] = fit[-1]["batch"]
+        best = fit[0]
+        for r in fit:
+            if r["throughput_samples_per_s"] > best["throughput_samples_per_s"]:
+                best = r
+        out["best_batch"] = best["batch"]
+        out["knee_batch"] = next(
+            r["batch"]
+            for r in fit
+            if r["throughput_samples_per_s"] >= KNEE_FRACTION * best["throughput_samples_per_s"]
+        )
+        slo_s = latency_slo_ms / 1000.0
+        meeting = [r["batch"] for r in fit if slo_s > 0 and r["p99_s"] <= slo_s]
+        out["slo_batch"] = meeting[-1] if meeting else 0
+        cap = (1.0 - safety_margin) * budget_bytes
+        chosen = None
+        for r in fit:
+            within = budget_bytes <= 0 or r["peak_memory_bytes"] <= cap
+            if within and (slo_s <= 0 or r["p99_s"] <= slo_s):
+                if (
+                    chosen is None
+                    or r["throughput_samples_per_s"] > chosen["throughput_samples_per_s"]
+                ):
+                    chosen = r
+        out["recommended_batch"] = (chosen or fit[0])["batch"]
+        if len(fit) >= 2:
+            x = np.array([r["batch"] for r in fit])
+            y = np.array([r["peak_memory_bytes"] for r in fit])
+            slope = float(np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2))
+    figures = {k: np.int64(v) for k, v in out.items()}
+    figures["memory_per_sample_bytes"] = np.float64(slope)
+    figures["memory_budget_bytes"] = np.float64(budget_bytes)
+    return figures
+
+
+def _probe_figures(group: h5py.Group, spec: dict, metrics, names) -> dict | None:
+    """The batch figures of a cell with `probes` (None without)."""
+    if "probes" not in group:
+        return None
+    status = json.loads(group["probes"].attrs["status"])
+    budget = float(np.min(_metric(metrics, names, "memory_budget_bytes")))
+    return batch_figures(
+        group["probes"][()],
+        status,
+        budget,
+        spec.get("safety_margin", 0.1),
+        spec.get("latency_slo_ms", 0.0),
+    )
+
+
 def write_summary(group: h5py.Group) -> None:
-    """(Re)writes `group/summary` from the group's timings and rank_metrics."""
+    """(Re)writes `group/summary` from the group's timings, rank_metrics and probes."""
     timings = group["timings"][()]
     phases = json.loads(group["timings"].attrs["phases"])
     names = json.loads(group["rank_metrics"].attrs["names"])
+    metrics = group["rank_metrics"][()]
     a = group.attrs
+    spec = json.loads(a["spec"])
+    batch = int(a["batch_size"])
+    if batch == 0:  # batch_size auto: the batch the search chose (rank 0's metric)
+        batch = int(_metric(metrics, names, "batch_size")[0])
     summary = summary_of(
         timings,
         phases,
         int(group["timings"].attrs["warmup_iterations"]),
         a["mode"].decode() if isinstance(a["mode"], bytes) else a["mode"],
-        int(a["batch_size"]),
+        batch,
         int(a["world_size"]),
         int(a["samples"]),
         int(a["measured_iterations"]),
-        group["rank_metrics"][()],
+        metrics,
         names,
+        _probe_figures(group, spec, metrics, names),
     )
     if "summary" in group:
         del group["summary"]
@@ -300,7 +411,19 @@ def cpp_timings_layout(shape) -> dict:
     }
 
 
-def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason="", layout=None):
+def _write_cell(
+    cells,
+    spec,
+    status,
+    rng,
+    timings=None,
+    counts=None,
+    reason="",
+    layout=None,
+    auto=None,
+):
+    """One cell group; `auto` (AutoCell) for a `batch_size: auto` cell: its probes, and the
+    per-rank metrics of the search (`batch_size`, `memory_budget_bytes`, `batch_search_s`)."""
     g = cells.create_group(spec["cell_id"])
     g.attrs["spec"] = json.dumps(spec)
     for key in ("branch", "commit", "experiment", "mode", "precision", "device", "backend"):
@@ -332,24 +455,134 @@ def _write_cell(cells, spec, status, rng, timings=None, counts=None, reason="", 
     d.attrs["phases"] = json.dumps(phases)
     d.attrs["warmup_iterations"] = np.int64(WARMUP)
     d.attrs["iterations_per_rank"] = json.dumps(counts)
-    metrics = np.full((world, len(RANK_METRICS)), np.nan)
+    batch = auto.recommended_batch if auto else spec["batch_size"]
+    names = RANK_METRICS + (AUTO_RANK_METRICS if auto else [])
+    metrics = np.full((world, len(names)), np.nan)
     metrics[:, 0] = 2.3 + rng.normal(0, 0.01)
     metrics[:, 1] = 1234.5678
     metrics[:, 2] = 0.05
     metrics[:, 3] = timings[:, 0, -1]
-    metrics[:, 4] = 2.0e8 + spec["batch_size"] * 1.0e6 + np.arange(world) * 1.0e6
+    metrics[:, 4] = 2.0e8 + batch * 1.0e6 + np.arange(world) * 1.0e6
     metrics[:, 5] = 50_000
-    metrics[:, 6] = [spec["batch_size"] * (c - WARMUP) for c in counts]
+    metrics[:, 6] = [batch * (c - WARMUP) for c in counts]
     metrics[:, 7] = np.nansum(timings[:, WARMUP:, -1], axis=1)
     if spec["mode"] == "infer":
         metrics[:, 0] = np.nan
+    if auto:
+        metrics[:, len(RANK_METRICS)] = batch
+        metrics[:, len(RANK_METRICS) + 1] = auto.budget_bytes
+        metrics[:, len(RANK_METRICS) + 2] = 1.5
+        write_probes(g, auto.probes, auto.status, auto.times)
     m = g.create_dataset("rank_metrics", data=metrics)
-    m.attrs["names"] = json.dumps(RANK_METRICS)
+    m.attrs["names"] = json.dumps(names)
     g.create_dataset(
         "rank_hosts", data=[f"node{r // 2}" for r in range(world)], dtype=h5py.string_dtype("utf-8")
     )
     g.create_dataset("rank_devices", data=["cpu"] * world, dtype=h5py.string_dtype("utf-8"))
     write_summary(g)
+
+
+#: Per-rank metrics of a `batch_size: auto` cell besides RANK_METRICS (layout 1.4).
+AUTO_RANK_METRICS = ["batch_size", "memory_budget_bytes", "batch_search_s"]
+
+
+def write_probes(group: h5py.Group, probes, status, times) -> None:
+    """The `probes` and `probe_times` datasets as common/results_cells.cc write_probes()
+    writes them (contiguous float64, JSON `columns` and `status`)."""
+    d = group.create_dataset("probes", data=np.asarray(probes, dtype=np.float64))
+    d.attrs["columns"] = json.dumps(PROBE_COLUMNS)
+    d.attrs["status"] = json.dumps(list(status))
+    group.create_dataset("probe_times", data=np.asarray(times, dtype=np.float64))
+
+
+MIB = float(1 << 20)
+#: Relative spread of a probe's measured iterations (their median is 1): p99 is 1.0292 x.
+PROBE_SPREAD = np.array([0.99, 1.0, 1.0, 1.01, 1.03])
+
+
+class AutoCell:
+    """A planted `batch_size: auto` search: the probes in the order BatchSearch runs them
+    (doubling, then bisecting to adjacent batches), each probe's median step time from
+    `step_s(batch)` and peak memory from `memory(batch)` bytes; a probe fits when its peak
+    is within `budget_bytes`, except the batches in `oom` (the allocator ran out first).
+    Over-budget probes completed (times kept, throughput 0); oom ones did not (times NaN,
+    median, p99 and throughput 0), as worker/batch_probe.cc stores them."""
+
+    def __init__(
+        self,
+        world,
+        step_s,
+        memory,
+        budget_bytes,
+        oom=(),
+        min_batch=1,
+        max_batch=65536,
+        safety_margin=0.1,
+        latency_slo_ms=0.0,
+    ):
+        self.world, self.budget_bytes, self.step_s = world, float(budget_bytes), step_s
+        rows, self.status, self.times = [], [], []
+        ok, failed, batch = 0, 0, min_batch
+        while batch:
+            if batch in oom:
+                state = "oom"
+            else:
+                state = "ok" if memory(batch) <= budget_bytes else "over_budget"
+            times = step_s(batch) * PROBE_SPREAD
+            if state == "oom":
+                rows.append([batch, 0.0, 0.0, 0.0, memory(batch)])
+                times = np.full(PROBE_SPREAD.size, np.nan)
+            else:
+                median, p99 = float(np.median(times)), float(np.percentile(times, 99))
+                throughput = batch * world / median if state == "ok" else 0.0
+                rows.append([batch, median, p99, throughput, memory(batch)])
+            self.status.append(state)
+            self.times.append(times)
+            if state == "ok":  # common/batch_search.cc BatchSearch::record
+                ok = batch
+            else:
+                failed = batch
+            if failed == 0:
+                batch = (
+                    (max_batch if batch > max_batch // 2 else 2 * batch) if batch < max_batch else 0
+                )
+            else:
+                batch = ok + (failed - ok) // 2 if ok and failed - ok > 1 else 0
+        self.probes = np.array(rows)
+        self.figures = batch_figures(
+            self.probes, self.status, budget_bytes, safety_margin, latency_slo_ms
+        )
+        self.recommended_batch = int(self.figures["recommended_batch"])
+
+
+def plateau_search() -> AutoCell:
+    """mlp-auto (1 worker, memory_limit_mb 512): throughput peaks at batch 64 and then
+    falls slightly, so the knee (32) and the best (64) lie well below the boundary (109 fits,
+    110 is over the budget): a throughput plateau. 112 runs out of memory outright."""
+
+    def step_s(b):
+        return (0.002 + 0.001 * b) * (1.0 + 0.0005 * max(0, b - 64))
+
+    return AutoCell(1, step_s, lambda b: (20 + 4.5 * b) * MIB, 512 * MIB, oom=(112,))
+
+
+def memory_bound_search() -> AutoCell:
+    """cnn-auto (2 workers, min_batch 4, latency_slo_ms 100, the node's memory shared: a
+    budget of 1 GiB per worker): throughput still rises at the boundary (54 fits, 55 does
+    not), so the best batch is the largest that fit: memory-bound. 64 runs out of memory."""
+
+    def step_s(b):
+        return 0.02 + 0.0002 * b
+
+    return AutoCell(
+        2,
+        step_s,
+        lambda b: (64 + 17.5 * b) * MIB,
+        1024 * MIB,
+        oom=(64,),
+        min_batch=4,
+        latency_slo_ms=100.0,
+    )
 
 
 def _root_attrs(f, path):
@@ -366,7 +599,18 @@ def _root_attrs(f, path):
     ):
         a[f"{lib}_version"] = ver
     a["hosts"] = json.dumps(["node0"])
-    a["devices"] = json.dumps([{"rank": r, "host": "node0", "device": "cpu"} for r in (1, 2)])
+    a["devices"] = json.dumps(
+        [
+            {
+                "rank": r,
+                "host": "node0",
+                "device": "cpu",
+                "cpu": "Synthetic CPU @ 2.0GHz",
+                "cores": 16,
+            }
+            for r in (1, 2)
+        ]
+    )
     a["mpi_thread_level"] = "MPI_THREAD_MULTIPLE"
     a["mpi_size"] = np.int64(3)
     a["argv"] = json.dumps(["scalebench", "run", "quickstart.yaml", "-o", str(path)])
@@ -518,6 +762,29 @@ def write_results(path, seed: int = 20240601) -> str:
             reason="CUDA out of memory. Tried to allocate 2.00 GiB",
         )
         _write_cell(cells, make_spec("feature", "train", 64, 1), "skipped", rng)
+        for experiment, model, shape, search, settings in (
+            ("mlp-auto", "mlp", (64,), plateau_search(), {"memory_limit_mb": 512.0}),
+            (
+                "cnn-auto",
+                "resnet18",
+                (3, 64, 64),
+                memory_bound_search(),
+                {"min_batch": 4, "latency_slo_ms": 100.0},
+            ),
+        ):
+            spec = make_spec(
+                "main",
+                "train",
+                0,
+                search.world,
+                experiment=experiment,
+                model=model,
+                input_shape=shape,
+                **settings,
+            )
+            batch = search.recommended_batch  # the timed loop's step as the probe's
+            t = train_timings(rng, batch, search.world, (search.step_s(batch) - 0.002) / batch)
+            _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED] * search.world, auto=search)
         fix_strings(f)
     return str(path)
 

@@ -41,6 +41,12 @@ class RawCell:
     def ok(self) -> bool:
         return self.attrs["status"] == "ok" and self.timings is not None
 
+    @property
+    def batch(self) -> int:
+        """The per-rank batch of the timed loop: the summary's `batch_size` (layout 1.4: for
+        `batch_size: auto`, the batch the search chose), else the cell's attribute."""
+        return int(self.summary.get("batch_size", self.attrs["batch_size"]))
+
     def phase(self, name: str) -> np.ndarray:
         """(ranks, measured iterations) seconds of one phase."""
         return self.timings[:, self.warmup :, self.phases.index(name)]
@@ -56,7 +62,7 @@ class RawCell:
 
     def throughput(self) -> float:
         """The layout's definition, recomputed from the timings."""
-        batch, world = int(self.attrs["batch_size"]), int(self.attrs["world_size"])
+        batch, world = self.batch, int(self.attrs["world_size"])
         if self.mode == "train":
             return batch * world / float(np.median(self.samples()))
         samples = int(self.attrs["samples"])

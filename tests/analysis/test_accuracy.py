@@ -153,7 +153,15 @@ def test_layout_1_2_file_without_accuracy_loads_as_before(plain_file, accuracy_f
     pd.testing.assert_frame_equal(plain.cells, validated[list(plain.cells.columns)])
 
     analysis = sa.analyze(plain)
-    assert list(analysis.sections) == ["overview", "cells", "scaling", "batch", "stragglers"]
+    study = ["batch_study", "batch_curve"] if len(analysis.batch_studies) else []
+    assert list(analysis.sections) == [
+        "overview",
+        "cells",
+        "scaling",
+        "batch",
+        *study,
+        "stragglers",
+    ]
     assert set(analysis.sections["cells"]["accuracy"]) == {"not checked"}
     table = sa.regression_table(plain, plain, sa.GateOptions())
     assert set(table["accuracy"]) == {"not checked"}

@@ -61,18 +61,14 @@ def test_best_knee_slo_and_oom(results_file, raw, synthetic, slo_quantile):
         good = [c for c in cells if c.ok and _trusted(c)]
         if good:
             best = max(good, key=lambda c: c.throughput())
-            assert row.best_batch == best.spec["batch_size"]
-            near = [
-                c.spec["batch_size"] for c in good if c.throughput() >= 0.95 * best.throughput()
-            ]
+            assert row.best_batch == best.batch
+            near = [c.batch for c in good if c.throughput() >= 0.95 * best.throughput()]
             assert row.knee_batch == min(near)
-            meeting = [
-                c.spec["batch_size"] for c in good if np.percentile(c.samples(), 99) * 1e3 <= slo_ms
-            ]
+            meeting = [c.batch for c in good if np.percentile(c.samples(), 99) * 1e3 <= slo_ms]
             assert (row.slo_batch == max(meeting)) if meeting else np.isnan(row.slo_batch)
         else:
             assert np.isnan(row.best_batch)
-        oom = [c.spec["batch_size"] for c in cells if c.attrs["status"] == "oom"]
+        oom = [c.batch for c in cells if c.attrs["status"] == "oom"]
         if oom:
             found_oom = True
             assert row.oom_batch == min(oom)

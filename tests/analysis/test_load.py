@@ -25,7 +25,8 @@ def test_cells_table_has_spec_status_and_summary(results_file, raw):
     for cell_id, cell in raw.cells.items():
         row = cells.loc[cell_id]
         assert row.status == cell.attrs["status"]
-        assert row.batch_size == cell.spec["batch_size"]
+        assert row.batch_size == cell.batch  # the spec's; auto (0): the batch the loop ran
+        assert row.batch_auto == (cell.spec["batch_size"] == 0)
         assert row.world_size == cell.spec["world_size"]
         assert row.spec == cell.spec
         if cell.ok:

@@ -54,10 +54,14 @@ def test_synthetic_file_follows_the_cpp_layout_golden(tmp_path):
     ok = next(
         c
         for c in raw_cells.values()
-        if c.status == "ok" and c.mode == "train" and c.world_size == 2
+        if c.status == "ok" and c.mode == "train" and c.world_size == 2 and c.spec["batch_size"]
     )
     skipped = next(c for c in raw_cells.values() if c.status == "skipped")
-    got = _listing(path, {ok.cell_id: "ok-cell", skipped.cell_id: "skipped-cell"})
+    # The golden's auto cell: a training cell of batch_size auto (spec batch 0) on 1 rank.
+    auto = next(c for c in raw_cells.values() if c.spec["batch_size"] == 0 and c.world_size == 1)
+    got = _listing(
+        path, {ok.cell_id: "ok-cell", skipped.cell_id: "skipped-cell", auto.cell_id: "auto-cell"}
+    )
     golden = {line for line in GOLDEN.read_text().splitlines() if "<timeout-cell>" not in line}
     assert got == golden
 

@@ -104,20 +104,21 @@ int main() {
   std::filesystem::create_directories(dir);
   const auto path = dir / "r.h5";
   constexpr int kBurst = 500;
-  std::printf("%8s %9s %12s %14s %12s %8s\n", "cells", "file MiB", "update (us)",
-              "dispatch (us)", "writer (us)", "commits");
+  std::printf("%8s %9s %12s %14s %12s %8s\n", "cells", "file MiB", "update (us)", "dispatch (us)",
+              "writer (us)", "commits");
   for (const uint64_t existing : {1ULL, 1000ULL, 10000ULL}) {
     const auto f = measure(path, existing, kBurst);
     std::printf("%8llu %9.1f %12.0f %14.1f %12.0f %8zu\n",
-                static_cast<unsigned long long>(existing), f.file_mib, f.update_us,
-                f.dispatch_us, f.writer_us, f.commits);
+                static_cast<unsigned long long>(existing), f.file_mib, f.update_us, f.dispatch_us,
+                f.writer_us, f.commits);
     std::printf("TABLE|results_store|one update at %llu cells (%.1f MiB)|-|%.0f us|-\n",
                 static_cast<unsigned long long>(existing), f.file_mib, f.update_us);
     std::printf("TABLE|results_store|dispatch loop per cell at %llu cells|<= 50 us|%.1f us|%s\n",
                 static_cast<unsigned long long>(existing), f.dispatch_us,
                 f.dispatch_us <= 50 ? "yes" : "no");
-    std::printf("TABLE|results_store|writer per cell at %llu cells (%zu commits / %d)|-|%.0f us|-\n",
-                static_cast<unsigned long long>(existing), f.commits, kBurst, f.writer_us);
+    std::printf(
+        "TABLE|results_store|writer per cell at %llu cells (%zu commits / %d)|-|%.0f us|-\n",
+        static_cast<unsigned long long>(existing), f.commits, kBurst, f.writer_us);
   }
   std::filesystem::remove_all(dir);
   return 0;

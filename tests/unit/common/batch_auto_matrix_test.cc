@@ -50,9 +50,11 @@ TEST(BatchAutoMatrix, AutoIsOneValueOfTheBatchAxis) {
 TEST(BatchAutoMatrix, TheSearchSettingsKeepTheIdsOfEarlierCells) {
   const std::string base = "experiments:\n  - {name: a, model: mlp, batch_sizes: [8]}\n";
   const auto plain = load_matrix_text("m.yaml", base);
-  const auto defaults = load_matrix_text(
-      "m.yaml", "defaults: {min_batch: 1, max_batch: 65536, safety_margin: 0.1, "
-                "probe_iterations: 5, memory_limit_mb: 0, latency_slo_ms: 0}\n" + base);
+  const auto defaults =
+      load_matrix_text("m.yaml",
+                       "defaults: {min_batch: 1, max_batch: 65536, safety_margin: 0.1, "
+                       "probe_iterations: 5, memory_limit_mb: 0, latency_slo_ms: 0}\n" +
+                           base);
   EXPECT_EQ(plain.cells.at(0).cell_id, defaults.cells.at(0).cell_id);
   const auto limited = load_matrix_text("m.yaml", "defaults: {memory_limit_mb: 100}\n" + base);
   EXPECT_NE(plain.cells.at(0).cell_id, limited.cells.at(0).cell_id);
@@ -67,8 +69,9 @@ TEST(BatchAutoMatrix, CytoDlRowsSayAutoInTheBatchSizeColumn) {
               HasSubstr("t.csv:2"));
   // The search settings are overrides like any other setting.
   const auto tuned = load_matrix_text(
-      "t.csv", header + "main,im2im/segmentation,cpu,1,auto,\"scalebench.memory_limit_mb=2048 "
-                        "scalebench.safety_margin=0.2\"\n");
+      "t.csv", header +
+                   "main,im2im/segmentation,cpu,1,auto,\"scalebench.memory_limit_mb=2048 "
+                   "scalebench.safety_margin=0.2\"\n");
   ASSERT_EQ(tuned.cells.size(), 1U);
   EXPECT_EQ(tuned.cells[0].memory_limit_mb, 2048);
   EXPECT_EQ(tuned.cells[0].safety_margin, 0.2);
@@ -84,9 +87,9 @@ TEST(BatchAutoMatrix, BadValuesAreErrorsWithFileAndLine) {
       error_of("m.yaml", "sweep: {batch_sizes: [auto]}\ndefaults: {min_batch: 64, max_batch: 8}\n" +
                              experiments);
   EXPECT_THAT(inverted, HasSubstr("min_batch 64 is above max_batch 8"));
-  EXPECT_THAT(error_of("m.yaml", "defaults: {safety_margin: 1}\nsweep: {batch_sizes: [4]}\n" +
-                                     experiments),
-              HasSubstr("safety_margin must be < 1"));
+  EXPECT_THAT(
+      error_of("m.yaml", "defaults: {safety_margin: 1}\nsweep: {batch_sizes: [4]}\n" + experiments),
+      HasSubstr("safety_margin must be < 1"));
   EXPECT_THAT(error_of("m.yaml", "defaults: {probe_iterations: 0}\nsweep: {batch_sizes: [4]}\n" +
                                      experiments),
               HasSubstr("m.yaml:1"));

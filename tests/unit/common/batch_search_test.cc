@@ -28,8 +28,8 @@ TEST(BatchSearch, FindsTheExactBoundaryForEveryThreshold) {
     for (const int64_t max_batch : {8, 13, 64, 100, 65536}) {
       if (max_batch < min_batch) continue;
       for (int64_t threshold = 0; threshold <= 130; ++threshold) {
-        SCOPED_TRACE(testing::Message() << "min " << min_batch << " max " << max_batch
-                                        << " threshold " << threshold);
+        SCOPED_TRACE(testing::Message()
+                     << "min " << min_batch << " max " << max_batch << " threshold " << threshold);
         BatchSearch s(min_batch, max_batch);
         const auto probed = search(s, threshold);
         const int64_t expected_ok = threshold < min_batch ? 0 : std::min(threshold, max_batch);
@@ -69,8 +69,7 @@ TEST(BatchSearch, RefusesABadRange) {
   EXPECT_THROW(BatchSearch(8, 4), Error);
 }
 
-BatchProbe probe(int64_t batch, ProbeStatus status, double median_s, double p99_s,
-                 double memory) {
+BatchProbe probe(int64_t batch, ProbeStatus status, double median_s, double p99_s, double memory) {
   BatchProbe p;
   p.batch = batch;
   p.status = status;
@@ -101,8 +100,8 @@ TEST(BatchFigures, EqualHandComputedValues) {
   EXPECT_EQ(16, f.max_batch_ok);
   EXPECT_EQ(24, f.oom_batch);  // the smallest batch that did not fit
   EXPECT_EQ(8, f.best_batch);
-  EXPECT_EQ(4, f.knee_batch);  // 250 >= 0.95 x 262.3 = 249.2; 166.7 is not
-  EXPECT_EQ(4, f.slo_batch);   // p99 0.018 <= 0.020; 0.033 is not
+  EXPECT_EQ(4, f.knee_batch);         // 250 >= 0.95 x 262.3 = 249.2; 166.7 is not
+  EXPECT_EQ(4, f.slo_batch);          // p99 0.018 <= 0.020; 0.033 is not
   EXPECT_EQ(4, f.recommended_batch);  // the SLO rules out 8 and 16
   // Memory is exactly 100 MB + 10 MB x batch over the batches that fit.
   EXPECT_NEAR(10 * mb, f.memory_per_sample_bytes, 1e-3);

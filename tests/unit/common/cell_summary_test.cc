@@ -183,5 +183,55 @@ TEST(CellSummary, NoTimingsGivesNaNAndInvalid) {
   EXPECT_FALSE(s.valid);
 }
 
+// Note [GPU energy]: energy sums the ranks' loops; samples per joule divides the measured
+// global batches by it; a rank without a reading (CPU, no NVML) makes both NaN.
+TEST(CellSummary, EnergyPerCellSumsTheRanksAndDividesTheLoopsSamples) {
+  const std::vector<std::vector<double>> rows = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}};
+  const auto r0 =
+      make_rank(0, kTrainPhases, 1, rows,
+                {{"param_checksum", 1.0}, {"gpu_energy_j", 10.0}, {"measured_iterations", 5}});
+  const auto r1 =
+      make_rank(1, kTrainPhases, 1, rows,
+                {{"param_checksum", 1.0}, {"gpu_energy_j", 20.0}, {"measured_iterations", 5}});
+  const CellSummary s = summarize_cell(train_cell(2, 4), {r0, r1});
+  EXPECT_DOUBLE_EQ(30.0, s.energy_j);
+  EXPECT_DOUBLE_EQ(4.0 * 2 * 5 / 30.0, s.samples_per_joule);  // 40 samples, 30 J
+  auto cpu = r1;
+  cpu.metrics.erase("gpu_energy_j");
+  const CellSummary without = summarize_cell(train_cell(2, 4), {r0, cpu});
+  EXPECT_TRUE(std::isnan(without.energy_j));
+  EXPECT_TRUE(std::isnan(without.samples_per_joule));
+}
+
+// Note [Batch search]: an auto cell's summary runs at the ranks' chosen batch and carries the
+// figures of the probes; a fixed batch carries none.
+TEST(CellSummary, AutoBatchUsesTheChosenBatchAndTheProbesFigures) {
+  const std::vector<std::vector<double>> rows = {{0, 1}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}};
+  CellSpec cell = train_cell(1, kBatchAuto);
+  cell.safety_margin = 0.5;
+  auto r0 = make_rank(0, kTrainPhases, 1, rows,
+                      {{"param_checksum", 1.0}, {"batch_size", 8}, {"memory_budget_bytes", 1000}});
+  BatchProbe fits;
+  fits.batch = 8;
+  fits.median_s = 2;
+  fits.throughput = 4;
+  fits.peak_memory_bytes = 400;
+  BatchProbe over = fits;
+  over.batch = 16;
+  over.status = ProbeStatus::kOverBudget;
+  over.throughput = 0;
+  over.peak_memory_bytes = 1200;
+  r0.probes = {fits, over};
+  const CellSummary s = summarize_cell(cell, {r0});
+  EXPECT_EQ(8, s.batch_size);
+  EXPECT_DOUBLE_EQ(8.0 / 2.0, s.throughput_samples_per_s);
+  ASSERT_TRUE(s.batch_figures.has_value());
+  EXPECT_EQ(8, s.batch_figures->max_batch_ok);
+  EXPECT_EQ(16, s.batch_figures->oom_batch);
+  EXPECT_EQ(8, s.batch_figures->recommended_batch);  // 400 <= 0.5 x 1000
+  EXPECT_DOUBLE_EQ(1000, s.memory_budget_bytes);
+  EXPECT_FALSE(summarize_cell(train_cell(1, 8), {r0}).batch_figures.has_value());
+}
+
 }  // namespace
 }  // namespace scalebench

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <memory>
 
+#include "worker/cpu_allocation_counter.h"
+
 namespace scalebench {
 namespace {
 
@@ -74,6 +76,44 @@ TEST(MemoryStatsGpu, CudaPeaksFollowAllocations) {
   EXPECT_GE(metrics.at("peak_allocated_bytes"), 4.0 * (1 << 20));
   EXPECT_LT(metrics.at("peak_allocated_bytes"), 4.0 * (64 << 20)) << "peak was reset";
   EXPECT_GE(metrics.at("peak_reserved_bytes"), metrics.at("peak_allocated_bytes"));
+}
+
+// Note [Counting CPU allocations]: the counted peak is the bytes of the tensors alive at once,
+// exactly, and a tensor counted while on is subtracted when freed after counting stopped.
+TEST(CpuAllocationCounter, PeakIsTheTensorsAliveAtOnce) {
+  start_counting_cpu_allocations();
+  const int64_t before = current_counted_cpu_bytes();
+  {
+    const auto a = torch::empty({1 << 20}, torch::kFloat32);  // 4 MiB
+    {
+      const auto b = torch::empty({1 << 19}, torch::kFloat64);  // 4 MiB
+      EXPECT_EQ(current_counted_cpu_bytes() - before, 8 << 20);
+    }
+    EXPECT_EQ(current_counted_cpu_bytes() - before, 4 << 20);
+    stop_counting_cpu_allocations();
+    const auto uncounted = torch::empty({1 << 20}, torch::kFloat32);
+    EXPECT_EQ(current_counted_cpu_bytes() - before, 4 << 20);
+  }
+  EXPECT_EQ(current_counted_cpu_bytes(), before);
+  EXPECT_GE(peak_counted_cpu_bytes() - before, 8 << 20);
+  start_counting_cpu_allocations();  // the peak restarts at what is alive
+  EXPECT_EQ(peak_counted_cpu_bytes(), current_counted_cpu_bytes());
+  stop_counting_cpu_allocations();
+  // Tensors made through the wrapper still work everywhere (raw interface included).
+  const auto t = torch::arange(10, torch::kFloat32) * 2;
+  EXPECT_EQ(t.sum().item<float>(), 90.0F);
+}
+
+TEST(MemoryBudget, MemAvailableParsesAndTheLimitWins) {
+  EXPECT_EQ(parse_mem_available_bytes("MemTotal: 100 kB\nMemAvailable:   2048 kB\n"), 2048 * 1024);
+  EXPECT_FALSE(parse_mem_available_bytes("MemTotal: 100 kB\n").has_value());
+  EXPECT_FALSE(parse_mem_available_bytes("MemAvailable: x kB\n").has_value());
+  EXPECT_EQ(memory_budget_bytes(10, torch::kCPU, 2, true), 10.0 * 1024 * 1024);
+  EXPECT_EQ(memory_budget_bytes(0, torch::kCPU, 2, false), 0);
+  EXPECT_GT(memory_budget_bytes(0, torch::kCPU, 2, true), 0);  // this machine's MemAvailable / 2
+  EXPECT_EQ(budgeted_peak_bytes({{"peak_rss_bytes", 5}, {"peak_allocated_bytes", 3}}, torch::kCPU),
+            3);
+  EXPECT_EQ(budgeted_peak_bytes({{"peak_rss_bytes", 5}}, torch::kCPU), 5);
 }
 
 }  // namespace
