@@ -14,6 +14,7 @@
 #include "common/exit_status.h"
 #include "common/mpi_comm.h"
 #include "common/results_store.h"
+#include "run_cell.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 #include "worker/batch_probe.h"
@@ -24,24 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-WorkerContext context_for(MPI_Comm group) {
-  WorkerContext context;
-  context.world_rank = world_rank();
-  context.host = "test";
-  MPI_Comm_rank(group, &context.local_index);
-  MPI_Comm_size(group, &context.local_workers);
-  context.node_cores = static_cast<int>(std::thread::hardware_concurrency());
-  return context;
-}
-
-RankResult run_cell(CellSpec cell, MPI_Comm group) {
-  MPI_Comm_size(group, &cell.world_size);
-  cell = finalize_cell_id(cell);
-  std::vector<int> members(static_cast<size_t>(cell.world_size));
-  std::iota(members.begin(), members.end(), 0);
-  return make_torch_cell_runner()->run(Assignment{cell, members, "", ""}, group,
-                                       context_for(group));
-}
+using testing_real::context_for;
+using testing_real::run_cell;
 
 /// A training cell whose activations grow by megabytes per sample (ResNet-18 on 3x160x160),
 /// so that one sample more or less is far above the noise of the resident-set peak.

@@ -12,30 +12,15 @@
 #include <thread>
 
 #include "common/mpi_comm.h"
+#include "run_cell.h"
 #include "worker/accuracy_sums.h"
 #include "worker/torch_cell_runner.h"
 
 namespace scalebench {
 namespace {
 
-WorkerContext context_for(MPI_Comm group) {
-  WorkerContext context;
-  context.world_rank = world_rank();
-  context.host = "test";
-  MPI_Comm_rank(group, &context.local_index);
-  MPI_Comm_size(group, &context.local_workers);
-  context.node_cores = static_cast<int>(std::thread::hardware_concurrency());
-  return context;
-}
-
-RankResult run_cell(CellSpec cell, MPI_Comm group) {
-  MPI_Comm_size(group, &cell.world_size);
-  cell = finalize_cell_id(cell);
-  std::vector<int> members(static_cast<size_t>(cell.world_size));
-  std::iota(members.begin(), members.end(), 0);
-  return make_torch_cell_runner()->run(Assignment{cell, members, "", ""}, group,
-                                       context_for(group));
-}
+using testing_real::context_for;
+using testing_real::run_cell;
 
 double group_sum(double value) {
   double sum = 0.0;
