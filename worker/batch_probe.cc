@@ -70,6 +70,12 @@ LocalProbe measured_attempt(const torch::Device& device, double budget_bytes, Bo
   const bool rss_reset = reset_peak_memory(device);
   try {
     body(local);
+  } catch (const c10::Error& error) {  // the message without LibTorch's C++ backtrace
+    if (is_out_of_memory(error)) {
+      local.status = ProbeStatus::kOom;
+    } else {
+      local.failure = error.what_without_backtrace();
+    }
   } catch (const std::exception& error) {
     if (is_out_of_memory(error)) {
       local.status = ProbeStatus::kOom;
