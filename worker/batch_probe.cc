@@ -37,10 +37,7 @@ struct LocalProbe {
 bool is_out_of_memory(const std::exception& error) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr) return true;
   if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return true;
-  const std::string text = error.what();
-  return text.find("out of memory") != std::string::npos ||
-         text.find("can't allocate memory") != std::string::npos ||
-         dynamic_cast<const std::bad_alloc*>(&error) != nullptr;
+  return is_oom_text(error.what()) || dynamic_cast<const std::bad_alloc*>(&error) != nullptr;
 }
 
 std::unique_ptr<Workload> make_workload(const Assignment& assignment, const torch::Device& device,

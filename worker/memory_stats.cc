@@ -61,6 +61,11 @@ std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text) 
   return kib * 1024;
 }
 
+bool is_oom_text(const std::string& text) {
+  return text.find("out of memory") != std::string::npos ||
+         text.find("can't allocate memory") != std::string::npos;
+}
+
 void release_cached_memory(const torch::Device& device) {
 #ifdef SCALEBENCH_HAVE_CUDA
   if (device.is_cuda()) empty_cuda_cache();

@@ -27,6 +27,10 @@ bool reset_peak_rss(const std::string& clear_refs_path = "/proc/self/clear_refs"
 /// Returns whether the RSS peak could be reset.
 bool reset_peak_memory(const torch::Device& device);
 
+/// Whether an error's text says an allocator ran out of memory (CUDA's "out of memory",
+/// glibc's "can't allocate memory"): errors LibTorch rethrows without their type.
+bool is_oom_text(const std::string& text);
+
 /// Gives memory the process holds but does not use back: on CUDA the caching allocator's
 /// free blocks (emptyCache), on every device glibc's free heap pages (malloc_trim). Called
 /// between the probes of a batch search and after an out-of-memory error, so that the next

@@ -92,11 +92,6 @@ CellSpec apply_switches(const CellSpec& cell, const torch::Device& device, RankR
   return effective;
 }
 
-bool is_oom_text(const std::string& text) {
-  return text.find("out of memory") != std::string::npos ||
-         text.find("can't allocate memory") != std::string::npos;
-}
-
 /// Records the exception in flight as the rank's failure.
 void record_failure(RankResult& result, FailurePhase phase) {
   result.failed_phase = phase;
