@@ -97,6 +97,8 @@ nlohmann::json canonical_json(const CellSpec& spec) {
     if (setting.id == IdRule::kUnlessDefault && value == default_value(setting)) continue;
     json[json_pointer_of(setting)] = setting_json(value);
   }
+  // Note [Repetitions]: repetition 0 keeps the id the cell has without the field.
+  if (spec.repetition > 0) json["repetition"] = spec.repetition;
   return json;
 }
 
@@ -114,6 +116,11 @@ CellSpec finalize_cell_id(CellSpec spec) {
 
 nlohmann::json to_json(const CellSpec& spec) {
   nlohmann::json json = canonical_json(spec);
+  // Settings outside the identity are still part of the spec (`interleave`).
+  for (const auto& setting : settings_table()) {
+    if (setting.id == IdRule::kNever)
+      json[json_pointer_of(setting)] = setting_json(setting.get(spec));
+  }
   json["source"] = spec.source;
   if (!spec.label_settings.empty()) json["label_settings"] = spec.label_settings;
   json["cell_id"] = spec.cell_id;
@@ -154,6 +161,13 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
     }
     setting.set(spec, *value);
   }
+  if (const auto it = json.find("repetition"); it != json.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      throw InputError("cell spec JSON: field 'repetition' must be an integer >= 0, not " +
+                       it->dump());
+    }
+    spec.repetition = it->get<int64_t>();
+  }
   spec.source = json.value("source", std::string());
   if (const auto it = json.find("label_settings"); it != json.end() && it->is_array()) {
     for (const auto& key : *it) {
@@ -180,7 +194,15 @@ std::string cell_label(const CellSpec& spec) {
       label += "/" + key + "=" + setting_text(*setting, setting->get(spec));
     }
   }
+  if (spec.repetitions > 1) label += "/rep" + std::to_string(spec.repetition);
   return label;
+}
+
+std::string series_id(const CellSpec& spec) {
+  if (spec.repetition == 0 && !spec.cell_id.empty()) return spec.cell_id;
+  CellSpec first = spec;
+  first.repetition = 0;
+  return compute_cell_id(first);
 }
 
 }  // namespace scalebench

@@ -110,6 +110,13 @@ struct CellSpec {
   double latency_slo_ms = 0;   ///< auto: p99 step/batch time the recommended batch meets; 0 = none
   int64_t probe_iterations = 5;  ///< auto: measured iterations per probe
 
+  // --- repetitions (Note [Repetitions] in common/repetition_stats.h) ----------------------
+  int64_t repetitions = 1;  ///< runs of the cell; each is its own cell of the results file
+  bool interleave = true;   ///< repetitions > 1: run in a seeded shuffle with the other cells
+  /// Which run of the cell this is, 0..repetitions-1. Set by the expansion, not a setting;
+  /// in the identity only when > 0, so repetition 0's id is the id of the series.
+  int64_t repetition = 0;
+
   // --- bookkeeping (not part of the identity) -------------------------------------------
   std::string source;   ///< "file:line" where the cell's experiment was declared
   std::string cell_id;  ///< set by `finalize_cell_id`
@@ -143,11 +150,15 @@ CellSpec finalize_cell_id(CellSpec spec);
 nlohmann::json to_json(const CellSpec& spec);
 CellSpec cell_spec_from_json(const nlohmann::json& json);
 
+/// The id of `spec`'s series: the cell id of its repetition 0 (== spec.cell_id when
+/// repetitions is 1).
+std::string series_id(const CellSpec& spec);
+
 /// "auto" for kBatchAuto, else the number.
 std::string batch_text(int64_t batch_size);
 
 /// Short label for logs and tables: "main/mlp-train/train/b16/w2/fp32", then
-/// "/<key>=<value>" for each of `label_settings`.
+/// "/<key>=<value>" for each of `label_settings`, then "/rep<k>" when repetitions > 1.
 std::string cell_label(const CellSpec& spec);
 
 /// FNV-1a 64-bit hash of bytes (stable, used for ids and checksums of text).

@@ -362,7 +362,19 @@ std::vector<CellSpec> expand_matrix(const MatrixRequest& request, const MatrixLi
         }
         if (excluded) continue;
         check_samples(cell, samples_where, diagnostics);
-        cells.push_back(finalize_cell_id(std::move(cell)));
+        // Note [Repetitions]: one cell per run, repetition 0 with the plain cell's id.
+        for (int64_t k = 0; k < cell.repetitions; ++k) {
+          cell.repetition = k;
+          cells.push_back(finalize_cell_id(cell));
+        }
+        if (cells.size() > kMaxMatrixCells) {
+          diagnostics.error(experiment.where,
+                            "the matrix expands to more than " + std::to_string(kMaxMatrixCells) +
+                                " cells (repetitions count) by this experiment, the limit for a "
+                                "matrix; lower repetitions, shorten its sweep lists or split the "
+                                "matrix into several files");
+          return cells;
+        }
       }
     }
   }

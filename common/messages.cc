@@ -74,6 +74,7 @@ std::vector<uint8_t> serialize(const RankResult& result) {
                       {"phases", result.phases},
                       {"warmup_iterations", result.warmup_iterations},
                       {"timings_s", result.timings_s},
+                      {"phase_starts_s", result.phase_starts_s},
                       {"metrics", result.metrics},
                       {"effective", result.effective},
                       {"ineffective_reasons", result.ineffective_reasons}};
@@ -93,6 +94,26 @@ std::vector<uint8_t> serialize(const RankResult& result) {
     json["probes"] = std::move(probes);
   }
   return nlohmann::json::to_msgpack(json);
+}
+
+std::vector<uint8_t> serialize(const CellProgress& progress) {
+  const nlohmann::json json{{"cell_id", progress.cell_id},
+                            {"stage", progress.stage},
+                            {"done", progress.done},
+                            {"total", progress.total}};
+  return nlohmann::json::to_msgpack(json);
+}
+
+CellProgress deserialize_progress(const std::vector<uint8_t>& bytes) {
+  const auto json = parse_msgpack(bytes, "progress");
+  return decode("progress", [&] {
+    CellProgress progress;
+    progress.cell_id = json.at("cell_id").get<std::string>();
+    progress.stage = json.at("stage").get<std::string>();
+    progress.done = json.at("done").get<int64_t>();
+    progress.total = json.at("total").get<int64_t>();
+    return progress;
+  });
 }
 
 WorkerHello deserialize_hello(const std::vector<uint8_t>& bytes) {
@@ -146,6 +167,7 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     result.phases = json.at("phases").get<std::vector<std::string>>();
     result.warmup_iterations = json.at("warmup_iterations").get<int>();
     result.timings_s = json.at("timings_s").get<std::vector<double>>();
+    result.phase_starts_s = json.at("phase_starts_s").get<std::vector<double>>();
     result.metrics = json.at("metrics").get<std::map<std::string, double>>();
     result.effective = json.at("effective").get<std::map<std::string, std::string>>();
     result.ineffective_reasons = json.at("ineffective_reasons").get<std::vector<std::string>>();

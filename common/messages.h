@@ -25,7 +25,21 @@ enum class Tag : int {
   kResult = 101,    ///< worker -> rank 0: RankResult
   kShutdown = 102,  ///< rank 0 -> worker: empty payload, leave the worker loop
   kHello = 103,     ///< worker -> rank 0: WorkerHello, once at start
+  kProgress = 104,  ///< group rank 0 of a cell -> rank 0: CellProgress, at a bounded rate
 };
+
+/// Note [Cell progress]: where a long cell is, sent by its group rank 0 at most once per
+/// kProgressInterval (and never for a cell that ends sooner), so that rank 0's log and the
+/// results file (`progress_*` attributes of the running cell) show it.
+struct CellProgress {
+  std::string cell_id;
+  std::string stage;  ///< "warmup", "measured" (the timed loop), "probe" (batch search)
+  int64_t done = 0;   ///< iterations of this stage finished
+  int64_t total = 0;  ///< iterations of this stage
+  bool operator==(const CellProgress&) const = default;
+};
+/// Seconds between two progress messages of one cell, at least.
+inline constexpr double kProgressInterval = 5.0;
 
 /// Sent by each worker once: where it runs, so rank 0 can form groups on one node.
 struct WorkerHello {
@@ -84,6 +98,10 @@ struct RankResult {
   std::vector<std::string> phases;
   int warmup_iterations = 0;
   std::vector<double> timings_s;
+  /// Note [Shared cell clock]: when each phase of each row began, seconds since the
+  /// group's common origin (a barrier before the first iteration); same shape as
+  /// `timings_s`, NaN where a phase did not run. Empty when the worker did not record it.
+  std::vector<double> phase_starts_s;
   std::map<std::string, double> metrics;
   /// Note [Requested vs effective]: the effective value of each device-dependent switch
   /// (setting key -> its text) and one sentence per switch that did not take effect.
@@ -110,6 +128,7 @@ std::vector<std::string> phase_union(const std::vector<RankResult>& ranks);
 std::vector<uint8_t> serialize(const WorkerHello& hello);
 std::vector<uint8_t> serialize(const Assignment& assignment);
 std::vector<uint8_t> serialize(const RankResult& result);
+std::vector<uint8_t> serialize(const CellProgress& progress);
 /// Largest serialized message (one MPI_Send of MPI_BYTE counts in int); larger TorchScript
 /// artifacts are refused by rank 0 with CellError(FailurePhase::kInputs).
 inline constexpr size_t kMaxMessageBytes = 2147483647 - 4096;
@@ -118,5 +137,6 @@ inline constexpr size_t kMaxMessageBytes = 2147483647 - 4096;
 WorkerHello deserialize_hello(const std::vector<uint8_t>& bytes);
 Assignment deserialize_assignment(const std::vector<uint8_t>& bytes);
 RankResult deserialize_result(const std::vector<uint8_t>& bytes);
+CellProgress deserialize_progress(const std::vector<uint8_t>& bytes);
 
 }  // namespace scalebench

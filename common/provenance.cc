@@ -157,11 +157,15 @@ std::string matrix_hash(std::vector<std::string> cell_ids) {
 }
 
 std::string iso8601_utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm utc{};
-  gmtime_r(&now, &utc);
+  gmtime_r(&seconds, &utc);
   std::array<char, 32> buffer{};
-  std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const size_t length = std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(buffer.data() + length, buffer.size() - length, ".%03dZ", static_cast<int>(millis));
   return buffer.data();
 }
 
@@ -181,6 +185,7 @@ Provenance collect_provenance(const std::vector<std::string>& argv, const std::s
   p.matrix_path = matrix_path;
   p.matrix_text = matrix_text;
   p.matrix_hash = matrix_hash(cell_ids);
+  p.cell_count = static_cast<int64_t>(cell_ids.size());
   p.environment = allowlisted_environment(environ);
   p.start_time = iso8601_utc_now();
   return p;

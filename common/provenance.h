@@ -29,6 +29,7 @@ struct Provenance {
   std::string matrix_path;
   std::string matrix_text;
   std::string matrix_hash;                         ///< see matrix_hash()
+  int64_t cell_count = 0;                          ///< cells of the matrix (repetitions count)
   std::map<std::string, std::string> environment;  ///< allowlisted only
   std::string start_time;                          ///< ISO 8601 UTC
 };
@@ -70,7 +71,8 @@ std::map<std::string, std::string> allowlisted_environment(char** envp);
 /// sorted and joined with '\n'. Independent of the order of `cell_ids`.
 std::string matrix_hash(std::vector<std::string> cell_ids);
 
-/// Now as ISO 8601 UTC with seconds: "2024-05-01T12:34:56Z".
+/// Now as ISO 8601 UTC with milliseconds: "2024-05-01T12:34:56.789Z" (seconds only before
+/// layout 1.5: readers accept both).
 std::string iso8601_utc_now();
 
 /// The CPU model of this machine from /proc/cpuinfo ("AMD EPYC 7B13": the first `model name`,

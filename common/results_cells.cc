@@ -1,6 +1,7 @@
 #include "common/results_cells.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -41,24 +42,24 @@ void write_spec_attributes(hid_t group, const CellSpec& cell) {
   write_int64_attribute(group, "seed", static_cast<int64_t>(cell.seed));
 }
 
-void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResult>& ranks) {
-  const std::vector<std::string> phases = phase_union(ranks);
-  size_t rows = 0;
-  nlohmann::json rows_per_rank = nlohmann::json::array();
-  for (const auto& r : ranks) {
-    rows = std::max(rows, r.iterations());
-    rows_per_rank.push_back(r.iterations());
-  }
+/// `ranks`' per-row, per-phase values of `member` (timings_s or phase_starts_s) as one
+/// (world, rows, phases) dataset `name` in the union of the phase names; NaN where a rank
+/// has no row or phase (or no values at all). One chunk = rows of one rank, <= 1 MiB, gzip.
+Hdf5Handle write_per_phase(hid_t group, const char* name, const std::vector<RankResult>& ranks,
+                           const std::vector<std::string>& phases, size_t rows,
+                           std::vector<double> RankResult::*member) {
   const hsize_t world = ranks.size();
   const hsize_t columns = phases.size();
   std::vector<double> values(world * rows * columns, kNaN);
   for (size_t g = 0; g < ranks.size(); ++g) {
     const RankResult& r = ranks[g];
+    const std::vector<double>& source = r.*member;
+    if (source.size() != r.timings_s.size()) continue;  // not recorded by this rank
     for (size_t c = 0; c < r.phases.size(); ++c) {
       const auto column = static_cast<size_t>(std::find(phases.begin(), phases.end(), r.phases[c]) -
                                               phases.begin());
       for (size_t i = 0; i < r.iterations(); ++i) {
-        values[(g * rows + i) * columns + column] = r.timings_s[i * r.phases.size() + c];
+        values[(g * rows + i) * columns + column] = source[i * r.phases.size() + c];
       }
     }
   }
@@ -68,13 +69,32 @@ void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResu
         std::clamp<hsize_t>(kTimingChunkBytes / (sizeof(double) * columns), 1, rows);
     chunk = {1, chunk_rows, columns};
   }
-  const Hdf5Handle dataset = h5::write_double_dataset(group, "timings", {world, rows, columns},
-                                                      values, chunk, kTimingGzipLevel);
+  Hdf5Handle dataset = h5::write_double_dataset(group, name, {world, rows, columns}, values, chunk,
+                                                kTimingGzipLevel);
   h5::write_string_attribute(dataset, "phases", nlohmann::json(phases).dump());
+  return dataset;
+}
+
+void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResult>& ranks) {
+  const std::vector<std::string> phases = phase_union(ranks);
+  size_t rows = 0;
+  nlohmann::json rows_per_rank = nlohmann::json::array();
+  for (const auto& r : ranks) {
+    rows = std::max(rows, r.iterations());
+    rows_per_rank.push_back(r.iterations());
+  }
+  const Hdf5Handle dataset =
+      write_per_phase(group, "timings", ranks, phases, rows, &RankResult::timings_s);
   h5::write_int64_attribute(
       dataset, "warmup_iterations",
       ranks.empty() ? cell.warmup_iterations : ranks.front().warmup_iterations);
   h5::write_string_attribute(dataset, "iterations_per_rank", rows_per_rank.dump());
+  // Note [Shared cell clock]: written when a rank recorded it (fake and older workers don't).
+  if (std::any_of(ranks.begin(), ranks.end(), [](const RankResult& r) {
+        return !r.phase_starts_s.empty() && r.phase_starts_s.size() == r.timings_s.size();
+      })) {
+    write_per_phase(group, "phase_starts", ranks, phases, rows, &RankResult::phase_starts_s);
+  }
 }
 
 void write_rank_metrics(hid_t group, const std::vector<RankResult>& ranks) {
@@ -110,14 +130,52 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 }
 
 void drop_results(hid_t cell_group) {
-  for (const char* name : {"timings", "rank_metrics", "rank_hosts", "rank_devices", "summary",
-                           "accuracy", "probes", "probe_times"}) {
+  for (const char* name : {"timings", "phase_starts", "rank_metrics", "rank_hosts", "rank_devices",
+                           "summary", "accuracy", "probes", "probe_times"}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {
-    if (name.starts_with(kEffectivePrefix) || name == kIneffectiveReasons) {
+    if (name.starts_with(kEffectivePrefix) || name == kIneffectiveReasons ||
+        name.starts_with(kProgressPrefix)) {
       HDF5_CHECK(H5Adelete(cell_group, name.c_str()));
     }
+  }
+}
+
+void write_progress(hid_t cell_group, const CellProgress& progress, const std::string& at) {
+  h5::write_string_attribute(cell_group, "progress_stage", progress.stage);
+  h5::write_int64_attribute(cell_group, "progress_done", progress.done);
+  h5::write_int64_attribute(cell_group, "progress_total", progress.total);
+  h5::write_string_attribute(cell_group, "progress_at", at);
+}
+
+void write_series(hid_t file, const std::vector<SeriesSummary>& series) {
+  if (!h5::has_link(file, kSeriesGroup)) h5::create_group(file, kSeriesGroup);
+  const Hdf5Handle all = own_group(HDF5_CHECK(H5Gopen2(file, kSeriesGroup, H5P_DEFAULT)));
+  for (const auto& s : series) {
+    h5::delete_link_if_present(all, s.series_id);
+    const Hdf5Handle group = h5::create_group(all, s.series_id);
+    h5::write_string_attribute(group, "metric", s.metric);
+    h5::write_int64_attribute(group, "repetitions", s.repetitions);
+    h5::write_int64_attribute(group, "completed", s.completed);
+    h5::write_string_attribute(group, "cells", nlohmann::json(s.cells).dump());
+    nlohmann::json medians = nlohmann::json::array();
+    for (const double m : s.repetition_median_s) {
+      medians.push_back(std::isfinite(m) ? nlohmann::json(m) : nlohmann::json(nullptr));
+    }
+    h5::write_string_attribute(group, "repetition_median_s", medians.dump());
+    h5::write_double_attribute(group, "median_s", s.median_s);
+    h5::write_double_attribute(group, "median_s_ci_low", s.median_interval.low);
+    h5::write_double_attribute(group, "median_s_ci_high", s.median_interval.high);
+    h5::write_double_attribute(group, "throughput_samples_per_s", s.throughput);
+    h5::write_double_attribute(group, "throughput_ci_low", s.throughput_interval.low);
+    h5::write_double_attribute(group, "throughput_ci_high", s.throughput_interval.high);
+    h5::write_double_attribute(group, "spread_rel", s.spread_rel);
+    h5::write_flag_attribute(group, "disagree", s.disagree);
+    h5::write_double_attribute(group, "max_spread_rel", kMaxSpreadRel);
+    h5::write_double_attribute(group, "confidence", kConfidence);
+    h5::write_int64_attribute(group, "bootstrap_resamples", kBootstrapResamples);
+    h5::write_string_attribute(group, "bootstrap_seed", std::to_string(s.seed));
   }
 }
 

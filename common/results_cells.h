@@ -12,11 +12,16 @@
 #include "common/cell_summary.h"
 #include "common/hdf5_check.h"
 #include "common/messages.h"
+#include "common/repetition_stats.h"
 
 namespace scalebench::results {
 
 /// Name of the group holding the cells.
 inline constexpr const char* kCellsGroup = "cells";
+/// Name of the group holding the series of repeated cells (Note [Repetitions]).
+inline constexpr const char* kSeriesGroup = "series";
+/// Prefix of the running cell's progress attributes (Note [Cell progress]).
+inline constexpr const char* kProgressPrefix = "progress_";
 
 /// Opens `/cells/<id>`, creating it when missing. Always (re)writes the spec attributes,
 /// and `commit_date` / `dirty` (the benchmarked commit's date and dirty flag; "" and false
@@ -24,7 +29,7 @@ inline constexpr const char* kCellsGroup = "cells";
 Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::string& commit_date,
                                bool dirty);
 
-/// Deletes the cell's datasets and summary (results of an earlier attempt).
+/// Deletes the cell's datasets, summary and progress (results of an earlier attempt).
 void drop_results(hid_t cell_group);
 
 /// Note [Requested vs effective]: attributes `effective_<key>` (the effective value of each
@@ -54,6 +59,12 @@ void write_probes(hid_t cell_group, const std::vector<RankResult>& ranks);
 
 /// Writes the `summary` subgroup.
 void write_summary(hid_t cell_group, const CellSummary& summary);
+
+/// Note [Cell progress]: the `progress_*` attributes of a running cell.
+void write_progress(hid_t cell_group, const CellProgress& progress, const std::string& at);
+
+/// Note [Repetitions]: `/series/<id>` of each of `series`, replacing an earlier one.
+void write_series(hid_t file, const std::vector<SeriesSummary>& series);
 
 /// Sets a string attribute only when the cell group does not have it yet.
 void write_string_if_absent(hid_t cell_group, const std::string& name, const std::string& value);

@@ -68,6 +68,7 @@ void write_provenance(hid_t file, const Provenance& p) {
   write_string_attribute(file, "matrix_path", p.matrix_path);
   write_string_attribute(file, "matrix_text", p.matrix_text);
   write_string_attribute(file, "matrix_hash", p.matrix_hash);
+  h5::write_int64_attribute(file, "cell_count", p.cell_count);
   write_string_attribute(file, "environment", nlohmann::json(p.environment).dump());
   write_string_attribute(file, "start_time", p.start_time);
   write_string_attribute(file, "end_time", "");
@@ -381,6 +382,24 @@ Hdf5Handle ResultsStore::open_cell(hid_t file, const CellSpec& cell) const {
   const auto it = commit_info_.find(cell.commit);
   const CommitInfo info = it == commit_info_.end() ? CommitInfo{} : it->second;
   return results::open_or_create_cell(file, cell, info.date_iso, info.dirty);
+}
+
+void ResultsStore::record_progress(const CellSpec& cell, const CellProgress& progress,
+                                   const std::string& at) {
+  mutate([&](hid_t file) { results::write_progress(open_cell(file, cell), progress, at); });
+}
+
+void ResultsStore::write_series(const std::vector<SeriesSummary>& series) {
+  if (series.empty()) return;
+  mutate([&](hid_t file) { results::write_series(file, series); });
+}
+
+void ResultsStore::set_order_seed(uint64_t seed) {
+  mutate([&](hid_t file) { h5::write_string_attribute(file, "order_seed", std::to_string(seed)); });
+}
+
+void ResultsStore::set_commit_log(const std::string& commit_log_json) {
+  mutate([&](hid_t file) { h5::write_string_attribute(file, "commit_log", commit_log_json); });
 }
 
 void ResultsStore::set_end_time(const std::string& iso_time) {

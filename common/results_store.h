@@ -16,11 +16,12 @@
 #include "common/hdf5_check.h"
 #include "common/messages.h"
 #include "common/provenance.h"
+#include "common/repetition_stats.h"
 
 namespace scalebench {
 
 /// Value of the root attribute `scalebench_layout_version`, and its major part.
-inline constexpr const char* kResultsLayoutVersion = "1.4";
+inline constexpr const char* kResultsLayoutVersion = "1.5";
 inline constexpr int kResultsLayoutMajor = 1;
 
 /// What the file says about one cell (enough for --resume to decide skip or retry).
@@ -129,6 +130,22 @@ class ResultsStore {
   /// first cell is written; not itself a mutation of the file.
   void set_commit_info(std::map<std::string, CommitInfo> commit_info);
 
+  /// Note [Cell progress]: the running cell's `progress_stage`, `progress_done`,
+  /// `progress_total` and `progress_at` (dropped again when the cell finishes).
+  void record_progress(const CellSpec& cell, const CellProgress& progress,
+                       const std::string& at = iso8601_utc_now());
+
+  /// Note [Repetitions]: writes `/series/<series_id>` for each of `series` (replacing what
+  /// was there), as one update.
+  void write_series(const std::vector<SeriesSummary>& series);
+
+  /// Root attribute `order_seed` (decimal): the seed of the run's dispatch order
+  /// (common/dispatch_order.h).
+  void set_order_seed(uint64_t seed);
+
+  /// Root attribute `commit_log`: the writer's commits as JSON text (Note [Group commit]).
+  void set_commit_log(const std::string& commit_log_json);
+
   /// Sets the root `end_time` (ISO 8601 UTC).
   void set_end_time(const std::string& iso_time);
 
@@ -158,7 +175,7 @@ class ResultsStore {
 /// part it reads (Note [Reading damaged files] in common/results_reader.cc). Throws
 /// InputError (one line) for a missing file, a non-scalebench file, another layout major
 /// version, or a file HDF5 cannot open or whose /cells cannot be read. Returns
-///   {"path": ..., "layout_version": "1.4",
+///   {"path": ..., "layout_version": "1.5",
 ///    "provenance": {every readable root attribute; hosts/devices/argv/environment parsed},
 ///    "cells": {"<cell_id>": {every cell attribute; spec and ranks parsed,
 ///                            "datasets": [names], "summary": {attributes} or null}},

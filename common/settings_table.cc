@@ -71,6 +71,7 @@ constexpr double kMaxBucketBytes = 68719476736.0;  // 64 GiB
 constexpr double kMaxWorldSize = 1 << 20;          // the machine's limit: MatrixLimits
 constexpr double kMaxSeed = 9007199254740992.0;    // 2^53: exact in every JSON reader
 constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
+constexpr double kMaxRepetitions = 1000;
 
 using enum SettingType;
 
@@ -342,6 +343,25 @@ const std::vector<SettingDef>& settings_table() {
        .id = IdRule::kUnlessDefault,
        .get = get<&CellSpec::probe_iterations>,
        .set = set<&CellSpec::probe_iterations>},
+      // --- repetitions (Note [Repetitions] in common/repetition_stats.h) -----------------
+      {.key = "repetitions",
+       .json_key = "repetitions",
+       .type = kInt,
+       .minimum = 1,
+       .maximum = kMaxRepetitions,
+       .doc = "runs of each cell; above 1 the results give the between-repetition median and "
+              "its 95 % bootstrap interval (docs/repetitions.md)",
+       .id = IdRule::kUnlessDefault,
+       .get = get<&CellSpec::repetitions>,
+       .set = set<&CellSpec::repetitions>},
+      {.key = "interleave",
+       .json_key = "interleave",
+       .type = kBool,
+       .doc = "repetitions > 1: run the repetitions in a seeded random order among the other "
+              "interleaved cells (false: one after the other)",
+       .id = IdRule::kNever,
+       .get = get<&CellSpec::interleave>,
+       .set = set<&CellSpec::interleave>},
       // --- the optimizer (training) -----------------------------------------------------
       {.key = "optimizer.name",
        .json_key = "optimizer.name",

@@ -1,5 +1,5 @@
-// `scalebench analyze|compare|report ...`: hands every argument to the Python analysis
-// package (analysis/, `python -m scalebench_analysis <command> <args...>`) and returns its
+// `scalebench analyze|compare|report|trace|watch|history ...`: hands every argument to the Python
+// analysis package (analysis/, `python -m scalebench_analysis <command> <args...>`) and returns its
 // exit status. See docs/analysis-guide.md.
 #include <spawn.h>
 #include <sys/wait.h>
@@ -84,6 +84,15 @@ void add_analyze_commands(CLI::App& app, int& exit_status) {
   add_forwarding_command(app, exit_status, "report",
                          "Self-contained HTML report with plots "
                          "(python -m scalebench_analysis report --help)");
+  add_forwarding_command(app, exit_status, "trace",
+                         "Per-rank timeline of a cell or a run as a Chrome/Perfetto trace "
+                         "(python -m scalebench_analysis trace --help)");
+  add_forwarding_command(app, exit_status, "watch",
+                         "Follow a running sweep from another terminal until it ends "
+                         "(python -m scalebench_analysis watch --help)");
+  add_forwarding_command(app, exit_status, "history",
+                         "Trend of the same cells across many results files, steps beyond "
+                         "noise flagged (python -m scalebench_analysis history --help)");
 }
 
 }  // namespace scalebench

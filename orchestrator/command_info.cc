@@ -31,7 +31,8 @@ void print_table(const nlohmann::json& overview, std::ostream& out) {
       << "# time:     " << text(p, "start_time") << " .. "
       << (text(p, "end_time").empty() ? "(running or interrupted)" : text(p, "end_time"))
       << ", runs " << text(p, "run_count") << "\n";
-  out << format_summary_table(summary_rows(overview)) << format_damage(overview);
+  out << format_summary_table(summary_rows(overview)) << format_series_table(overview)
+      << format_damage(overview);
 }
 
 bool has_damage(const nlohmann::json& overview) {

@@ -75,6 +75,9 @@ void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worke
                     "Start no further cell after the first failed/oom/timeout cell");
   command->add_option("--scheduling", *scheduling, "exclusive or packed (overrides the matrix)")
       ->check(CLI::IsMember({"exclusive", "packed"}));
+  command->add_option("--order-seed", options->order_seed,
+                      "Seed of the shuffled order of interleaved repetitions (default: derived "
+                      "from the matrix, the same on every run)");
   command->add_option("--log-dir", options->log_dir,
                       "Directory of the per-rank log files (default <output>.logs)");
   command->add_option("--work-dir", options->work_dir,

@@ -24,7 +24,7 @@ void add_info_command(CLI::App& app, int& exit_status);
 void add_probe_command(CLI::App& app, int& exit_status, const WorkerFactory& worker);
 /// `selftest`: `worker` makes each worker rank's SelfTest.
 void add_selftest_command(CLI::App& app, int& exit_status, const WorkerFactory& worker);
-/// `analyze`, `compare`, `report`: forward all their arguments to
+/// `analyze`, `compare`, `report`, `trace`, `watch`, `history`: forward all their arguments to
 /// `<python> -m scalebench_analysis <command> ...` and store its exit status.
 void add_analyze_commands(CLI::App& app, int& exit_status);
 

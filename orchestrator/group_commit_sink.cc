@@ -1,6 +1,7 @@
 #include "orchestrator/group_commit_sink.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "common/error.h"
@@ -67,6 +68,12 @@ void GroupCommitSink::finish_without_results(const CellSpec& cell, CellStatus st
   });
 }
 
+void GroupCommitSink::progress(const CellSpec& cell, const CellProgress& progress) {
+  enqueue([cell, progress, at = iso8601_utc_now()](ResultsStore& store) {
+    store.record_progress(cell, progress, at);
+  });
+}
+
 void GroupCommitSink::flush() {
   std::unique_lock lock(mutex_);
   if (closed_ && !failure_) return;  // close() flushed everything
@@ -96,6 +103,12 @@ void GroupCommitSink::close() {
   if (failure_) std::rethrow_exception(failure_);
 }
 
+std::string commit_log_json(const GroupCommitStats& stats) {
+  nlohmann::json log = nlohmann::json::array();
+  for (const auto& c : stats.log) log.push_back({c.start_epoch_s, c.duration_s, c.records});
+  return log.dump();
+}
+
 GroupCommitStats GroupCommitSink::stats() const {
   const std::lock_guard lock(mutex_);
   return stats_;
@@ -112,6 +125,8 @@ void GroupCommitSink::write_loop() {
     queue_.clear();
     lock.unlock();
     const auto start = Clock::now();
+    const double start_epoch_s =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::exception_ptr error;
     try {
       store_.batch([&] {
@@ -135,6 +150,9 @@ void GroupCommitSink::write_loop() {
     stats_.records += records.size();
     ++stats_.commits;
     stats_.commit_s += took.count();
+    if (stats_.log.size() < kMaxCommitLog) {
+      stats_.log.push_back({start_epoch_s, took.count(), records.size()});
+    }
     const double pause_s =
         std::min(pacing_.max_delay_s, took.count() * (1.0 - pacing_.duty) / pacing_.duty);
     next_commit_at_ =

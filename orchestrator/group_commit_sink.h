@@ -36,6 +36,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -50,11 +51,25 @@ struct GroupCommitPacing {
 };
 
 /// What the writer did (for logs, tests and tests/perf).
-struct GroupCommitStats {
-  size_t records = 0;   ///< records committed
-  size_t commits = 0;   ///< updates of the file
-  double commit_s = 0;  ///< total time spent in commits
+/// One commit of the writer, for the run's timeline (`scalebench trace`).
+struct CommitEvent {
+  double start_epoch_s = 0;  ///< system clock, Unix seconds
+  double duration_s = 0;
+  size_t records = 0;
 };
+/// Commits kept in GroupCommitStats::log at most (a day of commits 1 s apart).
+inline constexpr size_t kMaxCommitLog = 100000;
+
+struct GroupCommitStats {
+  size_t records = 0;            ///< records committed
+  size_t commits = 0;            ///< updates of the file
+  double commit_s = 0;           ///< total time spent in commits
+  std::vector<CommitEvent> log;  ///< the first kMaxCommitLog commits, in order
+};
+
+/// `stats.log` as the results file's root `commit_log` (schemas/results-layout.md): a JSON
+/// list of [start_epoch_s, duration_s, records].
+std::string commit_log_json(const GroupCommitStats& stats);
 
 class GroupCommitSink : public ResultSink {
  public:
@@ -75,6 +90,7 @@ class GroupCommitSink : public ResultSink {
 
   /// Returns when every record queued before the call is committed; rethrows a failed
   /// commit's exception.
+  void progress(const CellSpec& cell, const CellProgress& progress) override;
   void flush() override;
 
   /// flush(), then stops and joins the writer. Afterwards records throw Error; the store can

@@ -136,8 +136,13 @@ class Loop {
       handle_signals();
       if (outcome_.abort_message) break;
       if (!stopping_) dispatch();
-      if (auto message = try_receive_message(MPI_ANY_SOURCE, {Tag::kResult}, MPI_COMM_WORLD)) {
-        handle_result(*message);
+      if (auto message =
+              try_receive_message(MPI_ANY_SOURCE, {Tag::kResult, Tag::kProgress}, MPI_COMM_WORLD)) {
+        if (message->tag == Tag::kProgress) {
+          handle_progress(*message);
+        } else {
+          handle_result(*message);
+        }
         backoff.reset();
         continue;
       }
@@ -256,6 +261,20 @@ class Loop {
       finished(cell, CellStatus::kFailed);
       return false;
     }
+  }
+
+  /// Note [Cell progress]: logged and recorded while the cell runs; a report that arrives
+  /// after its cell finished (or from a rank outside the group) is dropped.
+  void handle_progress(const ReceivedMessage& message) {
+    const CellProgress progress = deserialize_progress(message.bytes);
+    const auto it = running_.find(progress.cell_id);
+    if (it == running_.end() || it->second.overdue || it->second.members.empty() ||
+        it->second.members.front() != message.source) {
+      return;
+    }
+    SB_LOG(info) << cell_label(*it->second.cell) << ": " << progress.stage << " iteration "
+                 << progress.done << " of " << progress.total;
+    sink_.progress(*it->second.cell, progress);
   }
 
   void handle_result(const ReceivedMessage& message) {

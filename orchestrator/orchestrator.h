@@ -68,6 +68,8 @@ class ResultSink {
   /// No (complete) results: timeout seen by the watchdog, interrupted, fatal.
   virtual void finish_without_results(const CellSpec& cell, CellStatus status, FailurePhase phase,
                                       const std::string& reason) = 0;
+  /// Note [Cell progress]: where the running `cell` is.
+  virtual void progress(const CellSpec& cell, const CellProgress& progress) = 0;
 };
 
 /// What a resume does with a cell whose stored status is `stored` (nullopt: not in the

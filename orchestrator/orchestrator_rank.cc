@@ -6,6 +6,7 @@
 #include "common/exit_status.h"
 #include "common/logging.h"
 #include "common/mpi_comm.h"
+#include "common/repetition_stats.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/group_commit_sink.h"
@@ -118,9 +119,14 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
     }
     shutdown_workers(world_size());
     sink.close();  // every record committed; from here rank 0 uses the store directly
+    // Note [Repetitions]: the series figures from every repetition in the file (earlier
+    // runs' included, on --resume).
+    prepared.store->write_series(series_of_overview(read_results_overview(options.output_path)));
+    prepared.store->set_commit_log(commit_log_json(sink.stats()));
     prepared.store->set_end_time(iso8601_utc_now());
     status = final_exit_status(prepared, outcome);
-    std::cout << format_summary_table(summary_rows(read_results_overview(options.output_path)))
+    const auto overview = read_results_overview(options.output_path);
+    std::cout << format_summary_table(summary_rows(overview)) << format_series_table(overview)
               << std::flush;
   } catch (const Error& e) {
     flush_before_abort(sink);

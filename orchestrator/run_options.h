@@ -4,6 +4,7 @@
 // (command_run.cc) only fills this struct. See docs/user-guide.md#scalebench-run.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -32,7 +33,10 @@ struct RunOptions {
   bool retry_failed = false;  ///< --retry-failed: with --resume, re-run failed/oom/timeout cells
   bool fail_fast = false;     ///< --fail-fast: stop dispatching after the first non-ok cell
   std::optional<SchedulingMode> scheduling;  ///< --scheduling; nullopt = the matrix's setting
-  std::filesystem::path log_dir;             ///< --log-dir; empty = "<output>.logs"
+  /// --order-seed: seed of the interleaved repetitions' order (common/dispatch_order.h);
+  /// nullopt = default_order_seed of the matrix hash.
+  std::optional<uint64_t> order_seed;
+  std::filesystem::path log_dir;  ///< --log-dir; empty = "<output>.logs"
   /// --work-dir: where the branches' worktrees live (see docs/branches.md); empty =
   /// "<output>.work".
   std::filesystem::path work_dir;

@@ -1,8 +1,10 @@
 #include "orchestrator/run_preparation.h"
 
+#include <algorithm>
 #include <set>
 
 #include "common/branch_resolution.h"
+#include "common/dispatch_order.h"
 #include "common/escaped_text.h"
 #include "common/logging.h"
 #include "common/mpi_comm.h"
@@ -108,6 +110,16 @@ PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello
                  << branch.worktree.string();
   }
   prepared.store->set_commit_info(std::move(commit_info));
+  // Note [Repetitions]: interleaved repetitions run in a seeded shuffle; resume keeps the
+  // order of the cells still to run.
+  const uint64_t order_seed =
+      options.order_seed.value_or(default_order_seed(matrix_hash(matrix.cell_ids())));
+  if (std::any_of(prepared.to_run.begin(), prepared.to_run.end(), is_interleaved)) {
+    prepared.to_run = dispatch_order(std::move(prepared.to_run), order_seed);
+    prepared.store->set_order_seed(order_seed);
+    SB_LOG(info) << "repetitions interleaved in a shuffled order (--order-seed " << order_seed
+                 << ")";
+  }
   return prepared;
 }
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/repetition_stats.h"
 #include "common/results_cells.h"
 
 namespace scalebench {
@@ -53,6 +54,8 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   row.mode = text_of(spec, "mode");
   row.batch_size = integer_of(spec, "batch_size");
   row.world_size = integer_of(spec, "world_size");
+  row.repetition = integer_of(spec, "repetition");
+  row.repetitions = std::max(1LL, integer_of(spec, "repetitions"));
   row.status = text_of(cell, "status");
   row.reason = text_of(cell, "reason");
   row.median_s = kNaN;
@@ -101,8 +104,9 @@ std::vector<SummaryRow> summary_rows(const nlohmann::json& overview) {
     for (const auto& cell : cells) rows.push_back(row_of("", cell));
   }
   std::sort(rows.begin(), rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
-    return std::tie(a.branch, a.experiment, a.mode, a.world_size, a.batch_size, a.cell_id) <
-           std::tie(b.branch, b.experiment, b.mode, b.world_size, b.batch_size, b.cell_id);
+    return std::tie(a.branch, a.experiment, a.mode, a.world_size, a.batch_size, a.repetition,
+                    a.cell_id) < std::tie(b.branch, b.experiment, b.mode, b.world_size,
+                                          b.batch_size, b.repetition, b.cell_id);
   });
   return rows;
 }
@@ -114,10 +118,9 @@ std::map<std::string, size_t> status_counts(const std::vector<SummaryRow>& rows)
 }
 
 std::string format_summary_table(const std::vector<SummaryRow>& rows) {
-  const std::vector<std::string> header{"branch", "experiment", "mode",   "batch",
-                                        "world",  "metric",     "median", "samples",
-                                        "valid",  "accuracy",   "status"};
-  const std::vector<std::string> units{"", "", "", "", "", "", "(ms)", "(/s)", "", "", ""};
+  std::vector<std::string> header{"branch", "experiment", "mode",  "batch",    "world", "metric",
+                                  "median", "samples",    "valid", "accuracy", "status"};
+  std::vector<std::string> units{"", "", "", "", "", "", "(ms)", "(/s)", "", "", ""};
   std::vector<std::vector<std::string>> table;
   table.reserve(rows.size());
   for (const auto& row : rows) {
@@ -130,6 +133,18 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
                      fixed(row.median_s * 1e3, 3), fixed(row.throughput_samples_per_s, 1),
                      row.valid ? (*row.valid ? "1" : "0") : "-",
                      row.accuracy.empty() ? "-" : row.accuracy, row.status});
+  }
+  // Note [Repetitions]: a column "rep" (k/N) only when some cell is repeated.
+  if (std::any_of(rows.begin(), rows.end(), [](const auto& row) { return row.repetitions > 1; })) {
+    constexpr size_t kRepColumn = 5;  // after "world"
+    header.insert(header.begin() + kRepColumn, "rep");
+    units.insert(units.begin() + kRepColumn, "");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      table[i].insert(table[i].begin() + kRepColumn,
+                      rows[i].repetitions > 1 ? std::to_string(rows[i].repetition + 1) + "/" +
+                                                    std::to_string(rows[i].repetitions)
+                                              : "-");
+    }
   }
   std::vector<size_t> width(header.size());
   for (size_t c = 0; c < header.size(); ++c) {
@@ -222,12 +237,89 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
   for (const auto& [id, problem] : damaged_cells.items()) {
     damaged.push_back({{"cell_id", id}, {"problem", problem}});
   }
+  nlohmann::json series = nlohmann::json::array();
+  for (const auto& s : series_of_overview(overview)) {
+    auto finite = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+    nlohmann::json medians = nlohmann::json::array();
+    for (const double m : s.repetition_median_s) medians.push_back(finite(m));
+    series.push_back(
+        {{"series_id", s.series_id},
+         {"metric", s.metric},
+         {"repetitions", s.repetitions},
+         {"completed", s.completed},
+         {"cells", s.cells},
+         {"repetition_median_s", medians},
+         {"median_s", finite(s.median_s)},
+         {"median_s_ci", {finite(s.median_interval.low), finite(s.median_interval.high)}},
+         {"throughput_samples_per_s", finite(s.throughput)},
+         {"throughput_ci", {finite(s.throughput_interval.low), finite(s.throughput_interval.high)}},
+         {"spread_rel", finite(s.spread_rel)},
+         {"disagree", s.disagree}});
+  }
   return {{"file", file},
           {"provenance", overview.value("provenance", nlohmann::json::object())},
           {"counts", counts},
           {"cells", cells},
+          {"series", series},
           {"damaged_cells", damaged},
           {"problems", overview.value("problems", nlohmann::json::array())}};
+}
+
+std::string format_series_table(const nlohmann::json& overview) {
+  const auto all = series_of_overview(overview);
+  if (all.empty()) return "";
+  const auto cells = overview.value("cells", nlohmann::json::object());
+  const std::vector<std::string> header{"branch",  "experiment", "mode",   "batch",
+                                        "world",   "reps",       "median", "95% CI",
+                                        "samples", "95% CI",     "spread", ""};
+  const std::vector<std::string> units{"",     "",     "",     "",     "", "",
+                                       "(ms)", "(ms)", "(/s)", "(/s)", "", ""};
+  auto interval = [](const Interval& i, double scale, int decimals) {
+    if (std::isnan(i.low)) return std::string("-");
+    return "[" + fixed(i.low * scale, decimals) + ", " + fixed(i.high * scale, decimals) + "]";
+  };
+  std::vector<std::vector<std::string>> table;
+  std::vector<std::string> disagreeing;
+  for (const auto& s : all) {
+    const SummaryRow row = row_of(s.cells.front(), cells.value(s.cells.front(), nlohmann::json()));
+    const std::string batch =
+        row.batch_size == kBatchAuto ? "auto" : std::to_string(row.batch_size);
+    table.push_back({row.branch.empty() ? "-" : row.branch, row.experiment, row.mode, batch,
+                     std::to_string(row.world_size),
+                     std::to_string(s.completed) + "/" + std::to_string(s.repetitions),
+                     fixed(s.median_s * 1e3, 3), interval(s.median_interval, 1e3, 3),
+                     fixed(s.throughput, 1), interval(s.throughput_interval, 1.0, 1),
+                     std::isnan(s.spread_rel) ? "-" : fixed(s.spread_rel * 100.0, 1) + "%",
+                     s.disagree ? "DISAGREE" : ""});
+    if (s.disagree) disagreeing.push_back(s.series_id);
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = std::max(header[c].size(), units[c].size());
+    for (const auto& line : table) width[c] = std::max(width[c], line[c].size());
+  }
+  std::ostringstream out;
+  auto print = [&](const std::vector<std::string>& line, const char* lead) {
+    out << lead;
+    for (size_t c = 0; c < line.size(); ++c) {
+      out << std::string(width[c] - line[c].size() + 2, ' ') << line[c];
+    }
+    out << "\n";
+  };
+  out << "# Repetitions: median over the ok repetitions, 95% bootstrap interval "
+         "(docs/repetitions.md)\n";
+  print(header, "#");
+  print(units, "#");
+  for (const auto& line : table) print(line, " ");
+  if (!disagreeing.empty()) {
+    out << "# warning: " << disagreeing.size() << " series' repetitions span more than "
+        << fixed(kMaxSpreadRel * 100.0, 0)
+        << "% of their median (the machine changed during the run; the interval understates "
+           "the uncertainty): ";
+    for (size_t i = 0; i < disagreeing.size(); ++i) out << (i ? ", " : "") << disagreeing[i];
+    out << "\n";
+  }
+  return out.str();
 }
 
 std::string format_damage(const nlohmann::json& overview) {

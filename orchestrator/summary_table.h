@@ -20,7 +20,9 @@ struct SummaryRow {
   /// batch_size auto: the batch the search chose (summary `batch_size`), else 0.
   long long chosen_batch = 0;
   long long world_size = 0;
-  std::string metric;  ///< "step" (train) or "batch" (infer); "" without a summary
+  long long repetition = 0;   ///< Note [Repetitions]: which run of the cell
+  long long repetitions = 1;  ///< runs of the cell the matrix asked for
+  std::string metric;         ///< "step" (train) or "batch" (infer); "" without a summary
   double median_s = 0.0;
   double throughput_samples_per_s = 0.0;
   std::optional<bool> valid;  ///< nullopt without a summary
@@ -48,9 +50,15 @@ std::map<std::string, size_t> status_counts(const std::vector<SummaryRow>& rows)
 /// non-ok cells, their reasons. Pure.
 std::string format_summary_table(const std::vector<SummaryRow>& rows);
 
+/// Note [Repetitions]: one line per series of repeated cells of `overview` (median over the
+/// repetitions with its 95 % bootstrap interval, for the time and the throughput, the
+/// spread, DISAGREE when the repetitions disagree), then a '#' warning naming the
+/// disagreeing series; "" when the overview has no repeated cells. Pure.
+std::string format_series_table(const nlohmann::json& overview);
+
 /// The stable JSON of `scalebench info --format json` (see docs/user-guide.md):
-/// {"file", "provenance", "counts", "cells": [...], "damaged_cells": [{"cell_id",
-/// "problem"}], "problems": [...]}. Pure.
+/// {"file", "provenance", "counts", "cells": [...], "series": [...], "damaged_cells":
+/// [{"cell_id", "problem"}], "problems": [...]}. Pure.
 nlohmann::json info_json(const std::string& file, const nlohmann::json& overview);
 
 /// One '#' line per damaged part of an overview: "# damaged cell <id>: <problem>" and

@@ -3,6 +3,8 @@
 #include <torch/cuda.h>
 
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -55,11 +57,27 @@ class SteadyClockPhaseTimer : public PhaseTimer {
     return seconds;
   }
 
+  void mark_origin() override { origin_ = std::chrono::steady_clock::now(); }
+
+  std::vector<double> resolve_begins() override {
+    std::vector<double> seconds(rows() * phases(), std::numeric_limits<double>::quiet_NaN());
+    if (!origin_) return seconds;
+    for (size_t row = 0; row < rows(); ++row) {
+      for (size_t phase = 0; phase < phases(); ++phase) {
+        if (!begun(row, phase)) continue;
+        const auto offset = marks_[slot(row, phase, false)] - *origin_;
+        seconds[row * phases() + phase] = std::chrono::duration<double>(offset).count();
+      }
+    }
+    return seconds;
+  }
+
  protected:
   void mark(size_t slot) override { marks_[slot] = std::chrono::steady_clock::now(); }
 
  private:
   std::vector<std::chrono::steady_clock::time_point> marks_;
+  std::optional<std::chrono::steady_clock::time_point> origin_;
 };
 
 }  // namespace

@@ -14,6 +14,17 @@
 //     measures how long the stream advanced while the host worked, which is ~0 when the
 //     GPU is busy with queued work.
 // A phase not begun and ended in an iteration reads 0.
+//
+// Note [Shared cell clock]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// For the per-rank timeline (`scalebench trace`) each rank also records when every phase
+// began, relative to an origin: mark_origin(), called by every rank of the group right
+// after a barrier that precedes the first iteration, so the ranks' origins agree to the
+// barrier's exit skew (microseconds within a node). On CUDA the origin is an event on the
+// same stream, recorded after the device was synchronised. The rank also records the
+// system clock at its origin (rank metric `loop_origin_epoch_s`), which places the cell on
+// the run's timeline next to rank 0's dispatch and write events (clocks of different nodes
+// agree only as far as NTP makes them).
 #pragma once
 
 #include <torch/torch.h>
@@ -42,12 +53,22 @@ class PhaseTimer {
   [[nodiscard]] size_t phases() const { return phases_; }
   /// Row-major [rows()][phases()] seconds. On CUDA this waits for the recorded events.
   [[nodiscard]] virtual std::vector<double> resolve() = 0;
+  /// Note [Shared cell clock]: marks the origin of the begin times now.
+  virtual void mark_origin() = 0;
+  /// Row-major [rows()][phases()] seconds from the origin to each phase's begin; NaN for
+  /// a phase not recorded in a row, and everywhere when mark_origin was not called. On
+  /// CUDA this waits for the recorded events.
+  [[nodiscard]] virtual std::vector<double> resolve_begins() = 0;
 
  protected:
   /// Records mark `slot` (= (row * phases + phase) * 2 + is_end) now.
   virtual void mark(size_t slot) = 0;
   /// True when both marks of (row, phase) were recorded.
   [[nodiscard]] bool recorded(size_t row, size_t phase) const;
+  /// True when the begin mark of (row, phase) was recorded.
+  [[nodiscard]] bool begun(size_t row, size_t phase) const {
+    return marked_[slot(row, phase, false)];
+  }
   [[nodiscard]] size_t slot(size_t row, size_t phase, bool is_end) const {
     return (row * phases_ + phase) * 2 + (is_end ? 1 : 0);
   }

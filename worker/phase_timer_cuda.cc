@@ -2,6 +2,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <limits>
+
 #include "worker/cuda_check.h"
 #include "worker/phase_timer.h"
 
@@ -31,6 +33,7 @@ class CudaEventPhaseTimer : public PhaseTimer {
     for (size_t i = 0; i < phases * max_iterations * 2; ++i) {
       events_.push_back(std::make_unique<CudaEvent>());
     }
+    origin_ = std::make_unique<CudaEvent>();
   }
 
   std::vector<double> resolve() override {
@@ -50,6 +53,30 @@ class CudaEventPhaseTimer : public PhaseTimer {
     return seconds;
   }
 
+  void mark_origin() override {
+    c10::cuda::CUDAGuard guard(device_index_);
+    const auto stream = c10::cuda::getCurrentCUDAStream(device_index_);
+    CUDA_CHECK(cudaEventRecord(origin_->get(), stream.stream()));
+    has_origin_ = true;
+  }
+
+  std::vector<double> resolve_begins() override {
+    c10::cuda::CUDAGuard guard(device_index_);
+    std::vector<double> seconds(rows() * phases(), std::numeric_limits<double>::quiet_NaN());
+    if (!has_origin_) return seconds;
+    for (size_t row = 0; row < rows(); ++row) {
+      for (size_t phase = 0; phase < phases(); ++phase) {
+        if (!begun(row, phase)) continue;
+        cudaEvent_t begin = events_[slot(row, phase, false)]->get();
+        CUDA_CHECK(cudaEventSynchronize(begin));
+        float milliseconds = 0.0F;
+        CUDA_CHECK(cudaEventElapsedTime(&milliseconds, origin_->get(), begin));
+        seconds[row * phases() + phase] = milliseconds / 1000.0;
+      }
+    }
+    return seconds;
+  }
+
  protected:
   void mark(size_t slot) override {
     const auto stream = c10::cuda::getCurrentCUDAStream(device_index_);
@@ -59,6 +86,8 @@ class CudaEventPhaseTimer : public PhaseTimer {
  private:
   c10::DeviceIndex device_index_;
   std::vector<std::unique_ptr<CudaEvent>> events_;
+  std::unique_ptr<CudaEvent> origin_;  ///< created under the device guard, as the others
+  bool has_origin_ = false;
 };
 
 }  // namespace

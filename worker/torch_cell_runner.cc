@@ -16,6 +16,7 @@
 #include "common/logging.h"
 #include "common/mpi_check.h"
 #include "common/zoo_names.h"
+#include "protocol/cell_progress_reporter.h"
 #include "worker/batch_probe.h"
 #include "worker/cpu_allocation_counter.h"
 #include "worker/cpu_threads.h"
@@ -272,7 +273,7 @@ class TorchCellRunner : public CellRunner {
                               << "was aborted (ncclCommAbort)";
               }
             });
-        run_loop(*workload, device, group, deadline, result);
+        run_loop(*workload, device, group, deadline, cell.cell_id, result);
       }
       phase = FailurePhase::kMetrics;
       workload->add_metrics(result.metrics);
@@ -300,11 +301,19 @@ class TorchCellRunner : public CellRunner {
 
  private:
   static void run_loop(Workload& workload, const torch::Device& device, MPI_Comm group,
-                       std::chrono::steady_clock::time_point deadline, RankResult& result) {
-    const auto power = open_gpu_power(device);  // Note [GPU energy]
-    const LoopResult loop = run_timed_loop(workload, {device, group, deadline, power.get()});
+                       std::chrono::steady_clock::time_point deadline, const std::string& cell_id,
+                       RankResult& result) {
+    const auto power = open_gpu_power(device);                       // Note [GPU energy]
+    CellProgressReporter progress(cell_id, result.group_rank == 0);  // Note [Cell progress]
+    const LoopResult loop =
+        run_timed_loop(workload, {device, group, deadline, power.get(),
+                                  [&progress](const char* stage, int64_t done, int64_t total) {
+                                    progress.report(stage, done, total);
+                                  }});
     result.metrics.insert(loop.power_metrics.begin(), loop.power_metrics.end());
     result.timings_s = loop.timings_s;
+    result.phase_starts_s = loop.phase_starts_s;
+    result.metrics["loop_origin_epoch_s"] = loop.origin_epoch_s;
     result.warmup_iterations = static_cast<int>(loop.warmup_run);
     result.metrics["loop_wall_s"] = loop.loop_wall_s;
     result.metrics["first_iteration_s"] = loop.first_iteration_s;

@@ -69,6 +69,12 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
                                 static_cast<size_t>(std::max<int64_t>(total, 1)));
   StopVote vote(options.group, workload.lockstep());
   LoopResult result;
+  // Note [Shared cell clock]: the origin, after the device is idle and the group met.
+  synchronize_device(options.device);
+  if (options.group != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(options.group));
+  timer->mark_origin();
+  result.origin_epoch_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
   auto run_one = [&](int64_t iteration) {
     const auto start = Clock::now();
@@ -79,6 +85,13 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
       result.first_iteration_s = seconds_since(start);
     }
     result.iterations_run = iteration + 1;
+    if (options.on_iteration) {
+      if (iteration < warmup) {
+        options.on_iteration("warmup", iteration + 1, warmup);
+      } else {
+        options.on_iteration("measured", iteration + 1 - warmup, total - warmup);
+      }
+    }
     return vote.after_iteration(Clock::now() >= options.deadline);
   };
 
@@ -102,6 +115,7 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
   }
   result.timed_out = stop && result.iterations_run < total;
   result.timings_s = timer->resolve();
+  result.phase_starts_s = timer->resolve_begins();
   return result;
 }
 

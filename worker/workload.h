@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -66,10 +67,18 @@ struct LoopOptions {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   /// The GPU's energy counter and clocks (Note [GPU energy]); null: not measured.
   const GpuPower* power = nullptr;
+  /// Called after every iteration with the stage ("warmup" or "measured"), the iterations
+  /// of that stage done and its total (Note [Cell progress]); may be empty. Must be cheap:
+  /// it runs between timed iterations.
+  std::function<void(const char* stage, int64_t done, int64_t total)> on_iteration;
 };
 
 struct LoopResult {
-  std::vector<double> timings_s;   ///< row-major [iterations run][phases]
+  std::vector<double> timings_s;  ///< row-major [iterations run][phases]
+  /// Note [Shared cell clock]: begin of each phase since the group's origin, same shape.
+  std::vector<double> phase_starts_s;
+  /// System clock (seconds since the Unix epoch) at the origin.
+  double origin_epoch_s = 0.0;
   int64_t iterations_run = 0;      ///< warm-up + measured iterations completed
   int64_t warmup_run = 0;          ///< warm-up iterations completed
   bool timed_out = false;          ///< stopped early by the deadline
@@ -89,8 +98,9 @@ struct LoopResult {
 // on the group and completes it after the next iteration, so the vote costs no stall and
 // every rank acts on the same result one iteration later.
 
-/// Runs warm-up then measured iterations of `workload`. Between warm-up and measured
-/// iterations the group meets in an MPI_Barrier so measured loops start together.
+/// Runs warm-up then measured iterations of `workload`. The group meets in an MPI_Barrier
+/// before the first iteration (the origin of Note [Shared cell clock]) and again between
+/// warm-up and measured iterations so measured loops start together.
 /// Exceptions from the workload propagate (the cell runner records them).
 LoopResult run_timed_loop(Workload& workload, const LoopOptions& options);
 

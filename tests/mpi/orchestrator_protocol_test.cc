@@ -27,6 +27,7 @@ class MemorySink : public ResultSink {
     CellStatus status = CellStatus::kRunning;
     std::string phase;
     std::string reason;
+    std::vector<CellProgress> progress;  ///< Note [Cell progress] reports, in order
   };
 
   void mark_running(const CellSpec& cell, const std::vector<int>& ranks) override {
@@ -55,6 +56,9 @@ class MemorySink : public ResultSink {
     record.status = status;
     record.phase = to_string(phase);
     record.reason = reason;
+  }
+  void progress(const CellSpec& cell, const CellProgress& progress) override {
+    records[cell.cell_id].progress.push_back(progress);
   }
 
   std::map<std::string, Record> records;

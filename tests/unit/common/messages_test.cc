@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -26,6 +27,28 @@ TEST(WorkerHelloMessage, AMissingFieldIsRefused) {
   const auto bytes = nlohmann::json::to_msgpack(
       {{"world_rank", 1}, {"host", "h"}, {"local_index", 0}, {"device", "cpu"}});
   EXPECT_THROW(deserialize_hello(bytes), Error);
+}
+
+TEST(CellProgressMessage, RoundTripsEveryField) {
+  const CellProgress progress{"00ff00ff00ff00ff", "measured", 40, 100};
+  EXPECT_EQ(progress, deserialize_progress(serialize(progress)));
+  const auto bytes = nlohmann::json::to_msgpack({{"cell_id", "x"}, {"stage", "warmup"}});
+  EXPECT_THROW(deserialize_progress(bytes), Error);
+}
+
+TEST(RankResultMessage, PhaseStartsRoundTripWithTheirNaNs) {
+  // Note [Shared cell clock]: a phase that did not run in a row is NaN and stays NaN.
+  RankResult result;
+  result.cell_id = "c";
+  result.phases = {"forward", "step"};
+  result.timings_s = {0.1, 0.3, 0.0, 0.2};
+  result.phase_starts_s = {0.01, 0.0, std::nan(""), 0.3};
+  const RankResult back = deserialize_result(serialize(result));
+  ASSERT_EQ(back.phase_starts_s.size(), 4U);
+  EXPECT_EQ(back.phase_starts_s[0], 0.01);
+  EXPECT_EQ(back.phase_starts_s[1], 0.0);
+  EXPECT_TRUE(std::isnan(back.phase_starts_s[2]));
+  EXPECT_EQ(back.phase_starts_s[3], 0.3);
 }
 
 }  // namespace

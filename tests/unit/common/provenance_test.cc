@@ -153,9 +153,9 @@ TEST(MatrixHash, OrderIndependentSixteenHexDigitsOfSortedIds) {
   EXPECT_EQ("cbf29ce484222325", matrix_hash({}));  // FNV-1a-64 offset basis: empty input
 }
 
-TEST(Iso8601, UtcSecondsWithZ) {
-  EXPECT_TRUE(
-      std::regex_match(iso8601_utc_now(), std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
+TEST(Iso8601, UtcMillisecondsWithZ) {
+  EXPECT_TRUE(std::regex_match(iso8601_utc_now(),
+                               std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)")));
 }
 
 TEST(CollectProvenance, FillsToolLibrariesAndInputs) {
@@ -170,6 +170,7 @@ TEST(CollectProvenance, FillsToolLibrariesAndInputs) {
   EXPECT_EQ("m.yaml", p.matrix_path);
   EXPECT_EQ("cells: []\n", p.matrix_text);
   EXPECT_EQ(matrix_hash({"y", "x"}), p.matrix_hash);
+  EXPECT_EQ(2, p.cell_count);
   EXPECT_FALSE(p.start_time.empty());
   EXPECT_TRUE(p.torch_version.empty());  // the caller's job
   EXPECT_EQ(allowlisted_environment(environ), p.environment);

@@ -95,7 +95,12 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   auto ranks = testing_util::full_results(ok);
   TrainingComparison comparison;  // Note [Accuracy validation]: the `accuracy` subgroup
   comparison.steps = 5;
-  for (auto& rank : ranks) rank.accuracy = finish_training(comparison, 0.01);
+  for (auto& rank : ranks) {
+    rank.accuracy = finish_training(comparison, 0.01);
+    // Note [Shared cell clock]: `phase_starts` and the origin on the system clock.
+    rank.phase_starts_s.assign(rank.timings_s.size(), 0.5);
+    rank.metrics["loop_origin_epoch_s"] = 1.7e9;
+  }
   store.complete_cell(ok, ranks);
   store.mark_skipped(skipped, "too large");
   store.mark_running(timeout, {1, 2});
@@ -113,12 +118,23 @@ TEST(ResultsLayout, MatchesGoldenListing) {
                    {32, ProbeStatus::kOverBudget, 0.02, 0.022, 0, 1.2e9, {0.02, 0.022}}};
   }
   store.complete_cell(searched, searched_ranks);
+  // Note [Cell progress]: a running cell's progress attributes.
+  const CellSpec running = testing_util::train_cell(5);
+  store.mark_running(running, {1, 2});
+  store.record_progress(running, {running.cell_id, "measured", 3, 100});
+  // Note [Repetitions]: a series group and the run's order seed; the writer's commit log.
+  store.write_series({summarize_series(
+      ok.cell_id, "step", 2,
+      {{ok.cell_id, 0, true, 0.1, 10.0}, {"0000000000000000", 1, true, 0.11, 9.0}})});
+  store.set_order_seed(42);
+  store.set_commit_log("[[1.7e9,0.01,2]]");
   store.set_end_time("2024-01-02T05:00:00Z");
 
   const std::string actual = layout_listing(path, {{ok.cell_id, "ok-cell"},
                                                    {skipped.cell_id, "skipped-cell"},
                                                    {timeout.cell_id, "timeout-cell"},
-                                                   {searched.cell_id, "auto-cell"}});
+                                                   {searched.cell_id, "auto-cell"},
+                                                   {running.cell_id, "running-cell"}});
   const std::filesystem::path golden =
       std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "layout_v1.txt";
   if (const char* update = std::getenv("SCALEBENCH_UPDATE_GOLDEN"); update && *update == '1') {

@@ -149,6 +149,91 @@ TEST(ResultsStore, MarkRunningThenCompleteReadsBack) {
   EXPECT_EQ(1, summary["valid_replicas_in_sync"].get<int>());
 }
 
+TEST(ResultsStore, PhaseStartsShareTheTimingsLayout) {
+  // Note [Shared cell clock]: written when a rank recorded them, NaN-padded like timings;
+  // a rank without them (a fake or older worker) leaves NaN rows.
+  TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  auto store = ResultsStore::create(path, testing_util::test_provenance(kHash), false);
+  const CellSpec cell = testing_util::train_cell(3, 2, 1, 3);
+  std::vector<RankResult> ranks = {testing_util::rank_result(cell, 0, 4),
+                                   testing_util::rank_result(cell, 1, 3)};
+  for (size_t i = 0; i < ranks[0].timings_s.size(); ++i) {
+    ranks[0].phase_starts_s.push_back(0.5 + static_cast<double>(i));
+  }
+  store.complete_cell(cell, ranks);
+  const Hdf5Handle file = open_read_only(path);
+  const Hdf5Handle group = open_cell(file, cell.cell_id);
+  ASSERT_EQ((std::vector<hsize_t>{2, 4, 7}), h5::dataset_dims(group, "phase_starts"));
+  const auto starts = h5::read_double_dataset(group, "phase_starts");
+  for (size_t i = 0; i < 4 * 7; ++i) {
+    EXPECT_EQ(0.5 + static_cast<double>(i), starts[i]);
+    EXPECT_TRUE(std::isnan(starts[4 * 7 + i]));
+  }
+  const Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dopen2(group, "phase_starts", H5P_DEFAULT)));
+  EXPECT_EQ(nlohmann::json(testing_util::train_phases()).dump(),
+            h5::read_string_attribute(dataset, "phases"));
+  // Without any rank's begin times there is no dataset.
+  const CellSpec other = testing_util::train_cell(4, 1, 1, 3);
+  store.complete_cell(other, {testing_util::rank_result(other, 0, 4)});
+  const Hdf5Handle file2 = open_read_only(path);
+  EXPECT_FALSE(h5::has_link(open_cell(file2, other.cell_id), "phase_starts"));
+}
+
+TEST(ResultsStore, ProgressLastsWhileTheCellRuns) {
+  // Note [Cell progress]
+  TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  auto store = ResultsStore::create(path, testing_util::test_provenance(kHash), false);
+  const CellSpec cell = testing_util::train_cell(5, 1, 1, 3);
+  store.mark_running(cell, {1});
+  store.record_progress(cell, {cell.cell_id, "measured", 40, 100}, "2026-01-01T00:00:00.500Z");
+  auto overview = read_results_overview(path)["cells"][cell.cell_id];
+  EXPECT_EQ("measured", overview["progress_stage"]);
+  EXPECT_EQ(40, overview["progress_done"]);
+  EXPECT_EQ(100, overview["progress_total"]);
+  EXPECT_EQ("2026-01-01T00:00:00.500Z", overview["progress_at"]);
+  store.complete_cell(cell, {testing_util::rank_result(cell, 0, 4)});
+  overview = read_results_overview(path)["cells"][cell.cell_id];
+  EXPECT_FALSE(overview.contains("progress_stage"));
+  EXPECT_FALSE(overview.contains("progress_done"));
+}
+
+TEST(ResultsStore, SeriesAndRunAttributesReadBack) {
+  // Note [Repetitions]: /series/<id>, and the root order_seed and commit_log.
+  TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  auto store = ResultsStore::create(path, testing_util::test_provenance(kHash), false);
+  const SeriesSummary series = summarize_series("aaaabbbbccccdddd", "step", 3,
+                                                {{"aaaabbbbccccdddd", 0, true, 0.10, 100.0},
+                                                 {"x1", 1, true, 0.12, 80.0},
+                                                 {"x2", 2, false, NAN, NAN}});
+  store.write_series({series});
+  store.write_series({series});  // replaced, not an error
+  store.set_order_seed(18446744073709551615ULL);
+  store.set_commit_log("[[1.5,0.25,3]]");
+  const Hdf5Handle file = open_read_only(path);
+  const Hdf5Handle group =
+      own_group(HDF5_CHECK(H5Gopen2(file, "series/aaaabbbbccccdddd", H5P_DEFAULT)));
+  EXPECT_EQ(R"(["aaaabbbbccccdddd","x1","x2"])", h5::read_string_attribute(group, "cells"));
+  EXPECT_EQ("[0.1,0.12,null]", h5::read_string_attribute(group, "repetition_median_s"));
+  EXPECT_EQ(2, h5::read_int64_attribute(group, "completed"));
+  EXPECT_EQ(3, h5::read_int64_attribute(group, "repetitions"));
+  EXPECT_EQ("step", h5::read_string_attribute(group, "metric"));
+  const auto attributes = h5::read_all_attributes(group);
+  EXPECT_DOUBLE_EQ(0.11, attributes["median_s"].get<double>());
+  EXPECT_EQ(series.median_interval.low, attributes["median_s_ci_low"].get<double>());
+  EXPECT_EQ(series.median_interval.high, attributes["median_s_ci_high"].get<double>());
+  EXPECT_EQ(series.throughput_interval.low, attributes["throughput_ci_low"].get<double>());
+  EXPECT_EQ(1, attributes["disagree"].get<int>());  // 0.02 / 0.11 > 0.10
+  EXPECT_EQ(std::to_string(fnv1a64("aaaabbbbccccdddd")),
+            h5::read_string_attribute(group, "bootstrap_seed"));
+  EXPECT_EQ(10000, h5::read_int64_attribute(group, "bootstrap_resamples"));
+  EXPECT_EQ("18446744073709551615", h5::read_string_attribute(file, "order_seed"));
+  EXPECT_EQ("[[1.5,0.25,3]]", h5::read_string_attribute(file, "commit_log"));
+  EXPECT_EQ(0, h5::read_int64_attribute(file, "cell_count"));  // test_provenance: no cells
+}
+
 TEST(ResultsStore, FailedRankDecidesStatus) {
   TempDir dir;
   const auto path = dir.path() / "r.h5";

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/matrix.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/progress.h"
 #include "orchestrator/summary_table.h"
@@ -171,6 +172,64 @@ TEST(InfoJson, StableKeys) {
   EXPECT_EQ(ok.at("ineffective_reasons").size(), 1u);
   EXPECT_EQ(ok.at("accuracy").at("verdict"), "failed");  // Note [Accuracy validation]
   EXPECT_FALSE(failed.contains("accuracy"));
+}
+
+/// An overview of a matrix with 3 repetitions of 2 cells; repetition 2 of batch 8 runs
+/// 30 % slower (the repetitions then disagree).
+nlohmann::json repeated_overview() {
+  const auto cells = load_matrix_text("m.yaml",
+                                      "sweep:\n  batch_sizes: [4, 8]\ndefaults: {repetitions: 3}\n"
+                                      "experiments:\n  - name: a\n    model: mlp\n")
+                         .cells;
+  nlohmann::json overview = {{"cells", nlohmann::json::object()}};
+  for (const auto& cell : cells) {
+    const double median =
+        0.010 * static_cast<double>(cell.batch_size) / 4.0 *
+        (cell.batch_size == 8 && cell.repetition == 2 ? 1.3 : 1.0 + 0.01 * cell.repetition);
+    overview["cells"][cell.cell_id] = {
+        {"spec", to_json(cell)},
+        {"status", "ok"},
+        {"summary",
+         {{"metric", "step"}, {"median_s", median}, {"throughput_samples_per_s", 4.0 / median}}}};
+  }
+  return overview;
+}
+
+TEST(FormatSeriesTable, OneLinePerSeriesWithIntervalsAndTheDisagreement) {
+  const auto overview = repeated_overview();
+  const std::string table = format_series_table(overview);
+  EXPECT_NE(table.find("# Repetitions:"), std::string::npos) << table;
+  EXPECT_NE(table.find("95% CI"), std::string::npos);
+  // Batch 4: medians 10.0, 10.1, 10.2 ms: median 10.100, spread 2.0 %.
+  EXPECT_NE(table.find("10.100"), std::string::npos) << table;
+  EXPECT_NE(table.find("2.0%"), std::string::npos) << table;
+  // Batch 8: 20.0, 20.2, 26.0 ms: spread 6 / 20.2 = 29.7 %: DISAGREE, and the warning.
+  EXPECT_NE(table.find("29.7%  DISAGREE"), std::string::npos) << table;
+  EXPECT_NE(table.find("# warning: 1 series' repetitions span more than 10%"), std::string::npos);
+  EXPECT_NE(table.find("3/3"), std::string::npos);
+  // The per-cell table numbers each run.
+  const std::string cells = format_summary_table(summary_rows(overview));
+  EXPECT_NE(cells.find("rep"), std::string::npos);
+  EXPECT_NE(cells.find("3/3"), std::string::npos) << cells;
+  // Nothing repeated: no table, no rep column.
+  EXPECT_EQ(format_series_table(overview_fixture()), "");
+  EXPECT_EQ(format_summary_table(summary_rows(overview_fixture())).find(" rep "),
+            std::string::npos);
+}
+
+TEST(InfoJson, SeriesWithTheirIntervals) {
+  const auto json = info_json("r.h5", repeated_overview());
+  ASSERT_EQ(json.at("series").size(), 2u);
+  for (const auto& series : json.at("series")) {
+    EXPECT_EQ(series.at("repetitions"), 3);
+    EXPECT_EQ(series.at("completed"), 3);
+    EXPECT_EQ(series.at("cells").size(), 3u);
+    const double low = series.at("median_s_ci")[0];
+    const double high = series.at("median_s_ci")[1];
+    EXPECT_LE(low, series.at("median_s").get<double>());
+    EXPECT_GE(high, series.at("median_s").get<double>());
+  }
+  EXPECT_TRUE(info_json("r.h5", overview_fixture()).at("series").empty());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <cmath>
 #include <thread>
 
 namespace scalebench {
@@ -55,6 +56,44 @@ TEST(PhaseTimer, RowsAdvanceAndUnrecordedPhasesReadZero) {
   EXPECT_GE(seconds[1], 0.005);
   EXPECT_GE(seconds[2], 0.0);
   EXPECT_EQ(seconds[3], 0.0);
+}
+
+TEST(PhaseTimer, BeginTimesAreMeasuredFromTheOrigin) {
+  // Note [Shared cell clock]: begin times are seconds since mark_origin; the inner phase
+  // lies inside the enclosing one; rows follow each other; a phase not run is NaN.
+  auto timer = make_phase_timer(torch::kCPU, 3, 2);  // a, b (never run), step
+  timer->mark_origin();
+  std::this_thread::sleep_for(milliseconds(10));
+  for (int row = 0; row < 2; ++row) {
+    {
+      PhaseScope step(*timer, 2);
+      std::this_thread::sleep_for(milliseconds(2));
+      PhaseScope a(*timer, 0);
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+    timer->next_iteration();
+  }
+  const auto begins = timer->resolve_begins();
+  const auto seconds = timer->resolve();
+  ASSERT_EQ(begins.size(), 6U);
+  for (size_t row = 0; row < 2; ++row) {
+    const double* b = &begins[row * 3];
+    const double* d = &seconds[row * 3];
+    EXPECT_GE(b[0], b[2] + 0.002) << row;
+    EXPECT_LE(b[0] + d[0], b[2] + d[2]) << row;
+    EXPECT_TRUE(std::isnan(b[1])) << row;
+  }
+  EXPECT_GE(begins[2], 0.010);                   // the first step began after the 10 ms
+  EXPECT_GE(begins[5], begins[2] + seconds[2]);  // row 1 after row 0
+}
+
+TEST(PhaseTimer, WithoutAnOriginEveryBeginIsNaN) {
+  auto timer = make_phase_timer(torch::kCPU, 1, 1);
+  timer->begin(0);
+  timer->end(0);
+  const auto begins = timer->resolve_begins();
+  ASSERT_EQ(begins.size(), 1U);
+  EXPECT_TRUE(std::isnan(begins[0]));
 }
 
 TEST(PhaseTimer, RejectsOutOfRangeMarks) {
