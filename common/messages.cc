@@ -75,6 +75,8 @@ std::vector<uint8_t> serialize(const RankResult& result) {
                       {"warmup_iterations", result.warmup_iterations},
                       {"timings_s", result.timings_s},
                       {"phase_starts_s", result.phase_starts_s},
+                      {"bucket_times_s", result.bucket_times_s},
+                      {"bucket_bytes", result.bucket_bytes},
                       {"metrics", result.metrics},
                       {"effective", result.effective},
                       {"ineffective_reasons", result.ineffective_reasons}};
@@ -168,6 +170,8 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     result.warmup_iterations = json.at("warmup_iterations").get<int>();
     result.timings_s = json.at("timings_s").get<std::vector<double>>();
     result.phase_starts_s = json.at("phase_starts_s").get<std::vector<double>>();
+    result.bucket_times_s = json.at("bucket_times_s").get<std::vector<double>>();
+    result.bucket_bytes = json.at("bucket_bytes").get<std::vector<int64_t>>();
     result.metrics = json.at("metrics").get<std::map<std::string, double>>();
     result.effective = json.at("effective").get<std::map<std::string, std::string>>();
     result.ineffective_reasons = json.at("ineffective_reasons").get<std::vector<std::string>>();

@@ -102,6 +102,11 @@ struct RankResult {
   /// group's common origin (a barrier before the first iteration); same shape as
   /// `timings_s`, NaN where a phase did not run. Empty when the worker did not record it.
   std::vector<double> phase_starts_s;
+  /// Note [Shared cell clock]: training with gradient buckets: per row, per bucket,
+  /// [launched, completed] seconds since the origin on the host's clock (completed NaN where
+  /// the backend does not know it), row-major [rows][bucket_bytes.size()][2]; else empty.
+  std::vector<double> bucket_times_s;
+  std::vector<int64_t> bucket_bytes;
   std::map<std::string, double> metrics;
   /// Note [Requested vs effective]: the effective value of each device-dependent switch
   /// (setting key -> its text) and one sentence per switch that did not take effect.

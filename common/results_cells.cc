@@ -75,6 +75,30 @@ Hdf5Handle write_per_phase(hid_t group, const char* name, const std::vector<Rank
   return dataset;
 }
 
+/// Note [Shared cell clock]: `bucket_times` (world, rows, buckets, 2) of the ranks that
+/// recorded a whole table with the first such rank's bucket layout; NaN elsewhere. Nothing
+/// when no rank has buckets.
+void write_bucket_times(hid_t group, const std::vector<RankResult>& ranks, size_t rows) {
+  const auto recorded = [](const RankResult& r) {
+    return !r.bucket_bytes.empty() &&
+           r.bucket_times_s.size() == r.iterations() * r.bucket_bytes.size() * 2;
+  };
+  const auto first = std::find_if(ranks.begin(), ranks.end(), recorded);
+  if (first == ranks.end()) return;
+  const std::vector<int64_t>& bytes = first->bucket_bytes;
+  const size_t buckets = bytes.size();
+  std::vector<double> values(ranks.size() * rows * buckets * 2, kNaN);
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    if (!recorded(ranks[g]) || ranks[g].bucket_bytes != bytes) continue;
+    std::copy(ranks[g].bucket_times_s.begin(), ranks[g].bucket_times_s.end(),
+              values.begin() + static_cast<std::ptrdiff_t>(g * rows * buckets * 2));
+  }
+  const Hdf5Handle dataset =
+      h5::write_double_dataset(group, "bucket_times", {ranks.size(), rows, buckets, 2}, values);
+  h5::write_string_attribute(dataset, "bucket_bytes", nlohmann::json(bytes).dump());
+  h5::write_string_attribute(dataset, "columns", R"(["launched_s","completed_s"])");
+}
+
 void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResult>& ranks) {
   const std::vector<std::string> phases = phase_union(ranks);
   size_t rows = 0;
@@ -95,6 +119,7 @@ void write_timings(hid_t group, const CellSpec& cell, const std::vector<RankResu
       })) {
     write_per_phase(group, "phase_starts", ranks, phases, rows, &RankResult::phase_starts_s);
   }
+  write_bucket_times(group, ranks, rows);
 }
 
 void write_rank_metrics(hid_t group, const std::vector<RankResult>& ranks) {
@@ -130,8 +155,8 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 }
 
 void drop_results(hid_t cell_group) {
-  for (const char* name : {"timings", "phase_starts", "rank_metrics", "rank_hosts", "rank_devices",
-                           "summary", "accuracy", "probes", "probe_times"}) {
+  for (const char* name : {"timings", "phase_starts", "bucket_times", "rank_metrics", "rank_hosts",
+                           "rank_devices", "summary", "accuracy", "probes", "probe_times"}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {

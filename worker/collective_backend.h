@@ -12,7 +12,9 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace scalebench {
@@ -23,6 +25,12 @@ class CollectiveWork {
  public:
   virtual ~CollectiveWork() = default;
   virtual void wait() = 0;
+  /// After wait(): when the collective itself finished, where the backend knows it (MPI:
+  /// the moment its communication thread completed the job, host steady clock); nullopt
+  /// where it does not (NCCL: the GPU completes it later on its stream).
+  [[nodiscard]] virtual std::optional<std::chrono::steady_clock::time_point> completed_at() const {
+    return std::nullopt;
+  }
 };
 
 class CollectiveBackend {

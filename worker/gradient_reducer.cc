@@ -186,6 +186,8 @@ void GradientReducer::Impl::on_grad_ready(size_t index) {
 void GradientReducer::Impl::launch_ready_buckets(bool in_backward) {
   while (next_to_launch < buckets.size() && buckets[next_to_launch].pending == 0) {
     Bucket& bucket = buckets[next_to_launch];
+    stats.buckets[next_to_launch].launched = std::chrono::steady_clock::now();
+    stats.buckets[next_to_launch].bytes = bucket.buffer.nbytes();
     bucket.work = backend.allreduce_sum(bucket.buffer);
     ++(in_backward ? stats.buckets_launched_in_backward : stats.buckets_launched_in_finalize);
     ++next_to_launch;
@@ -241,6 +243,7 @@ void GradientReducer::prepare_for_backward() {
   impl_->ready.assign(impl_->params.size(), false);
   impl_->next_to_launch = 0;
   impl_->stats = ReducerIterationStats{};
+  impl_->stats.buckets.resize(impl_->buckets.size());
   impl_->armed = true;
 }
 
@@ -263,9 +266,11 @@ void GradientReducer::finalize() {
   }
   impl.launch_ready_buckets(/*in_backward=*/false);
   const double world = static_cast<double>(impl.backend.size());
-  for (auto& bucket : impl.buckets) {
+  for (size_t b = 0; b < impl.buckets.size(); ++b) {
+    Bucket& bucket = impl.buckets[b];
     const auto work = std::move(bucket.work);
     work->wait();
+    impl.stats.buckets[b].completed = work->completed_at();
     bucket.buffer.div_(world);
   }
   for (size_t i = 0; i < impl.params.size(); ++i) {

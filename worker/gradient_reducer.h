@@ -10,8 +10,10 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "worker/collective_backend.h"
@@ -23,11 +25,20 @@ struct ReducerOptions {
   int64_t first_bucket_bytes = 1LL * 1024 * 1024;  ///< size cap of the first bucket
 };
 
+/// One bucket's allreduce in one iteration (host steady clock), for the per-rank timeline.
+struct BucketTiming {
+  std::chrono::steady_clock::time_point launched;
+  /// CollectiveWork::completed_at: when the collective finished, where the backend knows it.
+  std::optional<std::chrono::steady_clock::time_point> completed;
+  int64_t bytes = 0;
+};
+
 /// What happened in one iteration, for tests and logs.
 struct ReducerIterationStats {
   size_t buckets_launched_in_backward = 0;  ///< allreduces started by autograd hooks
   size_t buckets_launched_in_finalize = 0;  ///< held back (unused parameters) until finalize()
   size_t unused_parameters = 0;             ///< reduced parameters whose grad never arrived
+  std::vector<BucketTiming> buckets;        ///< by bucket index
 };
 
 class GradientReducer {

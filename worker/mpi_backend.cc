@@ -2,11 +2,13 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/error.h"
@@ -45,12 +47,14 @@ struct JobState {
   std::condition_variable done_cv;
   bool done = false;
   std::exception_ptr error;
+  std::chrono::steady_clock::time_point finished_at;  ///< when the job completed
 
   void finish(std::exception_ptr failure) {
     {
       std::lock_guard lock(mutex);
       done = true;
       error = std::move(failure);
+      finished_at = std::chrono::steady_clock::now();
     }
     done_cv.notify_all();
   }
@@ -150,6 +154,12 @@ class MpiWork final : public CollectiveWork {
     state_->wait_and_rethrow();
     if (!staged_.is_same(target_)) target_.copy_(staged_);
     waited_ = true;
+  }
+
+  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> completed_at() const override {
+    if (!waited_) return std::nullopt;
+    std::lock_guard lock(state_->mutex);
+    return state_->finished_at;
   }
 
  private:

@@ -313,6 +313,8 @@ class TorchCellRunner : public CellRunner {
     result.metrics.insert(loop.power_metrics.begin(), loop.power_metrics.end());
     result.timings_s = loop.timings_s;
     result.phase_starts_s = loop.phase_starts_s;
+    result.bucket_times_s = loop.bucket_times_s;
+    result.bucket_bytes = loop.bucket_bytes;
     result.metrics["loop_origin_epoch_s"] = loop.origin_epoch_s;
     result.warmup_iterations = static_cast<int>(loop.warmup_run);
     result.metrics["loop_wall_s"] = loop.loop_wall_s;

@@ -170,6 +170,10 @@ class TrainWorkload : public Workload {
     return backend_ != nullptr && backend_->abort();
   }
 
+  [[nodiscard]] std::vector<BucketTiming> last_bucket_timings() const override {
+    return reducer_ ? reducer_->last_iteration_stats().buckets : std::vector<BucketTiming>{};
+  }
+
   void add_metrics(std::map<std::string, double>& metrics) override {
     metrics["final_loss"] = last_loss_.defined() ? last_loss_.item<double>() : NAN;
     metrics["param_checksum"] = parameter_checksum(*model_);

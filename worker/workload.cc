@@ -3,6 +3,7 @@
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "common/error.h"
 #include "common/mpi_check.h"
@@ -60,6 +61,25 @@ class StopVote {
   MPI_Request request_ = MPI_REQUEST_NULL;
 };
 
+/// Appends one row of Note [Shared cell clock]'s bucket times (seconds since `origin`).
+/// The layout of the first row decides the bucket count; a row with another count (none:
+/// a workload without buckets) is not recorded.
+void record_buckets(const std::vector<BucketTiming>& buckets, Clock::time_point origin,
+                    LoopResult& result) {
+  if (buckets.empty()) return;
+  if (result.bucket_bytes.empty()) {
+    for (const auto& bucket : buckets) result.bucket_bytes.push_back(bucket.bytes);
+  }
+  if (buckets.size() != result.bucket_bytes.size()) return;
+  for (const auto& bucket : buckets) {
+    result.bucket_times_s.push_back(
+        std::chrono::duration<double>(bucket.launched - origin).count());
+    result.bucket_times_s.push_back(
+        bucket.completed ? std::chrono::duration<double>(*bucket.completed - origin).count()
+                         : std::numeric_limits<double>::quiet_NaN());
+  }
+}
+
 }  // namespace
 
 LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
@@ -73,6 +93,7 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
   synchronize_device(options.device);
   if (options.group != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(options.group));
   timer->mark_origin();
+  const auto origin = Clock::now();
   result.origin_epoch_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
@@ -80,6 +101,7 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
     const auto start = Clock::now();
     workload.run_iteration(iteration, *timer);
     timer->next_iteration();
+    record_buckets(workload.last_bucket_timings(), origin, result);
     if (iteration == 0) {
       synchronize_device(options.device);
       result.first_iteration_s = seconds_since(start);

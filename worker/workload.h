@@ -23,6 +23,7 @@
 #include "common/cell_spec.h"
 #include "common/error.h"
 #include "worker/gpu_power.h"
+#include "worker/gradient_reducer.h"
 #include "worker/model_zoo.h"
 #include "worker/phase_timer.h"
 
@@ -51,6 +52,9 @@ class Workload {
   /// aborts the cell's collectives so that a rank blocked in one returns with an error.
   /// False when there are none or they cannot be cancelled (MPI).
   virtual bool abort_collectives() { return false; }
+  /// The gradient buckets' allreduces of the iteration just run (training with a reducer);
+  /// empty for workloads without buckets.
+  [[nodiscard]] virtual std::vector<BucketTiming> last_bucket_timings() const { return {}; }
   /// Note [Accuracy validation] (common/accuracy.h): compares the cell with its fp32
   /// reference, after the loop and outside every timer; collective over the group (every
   /// rank calls it, and gets the same report). `validation_s` goes into `metrics`. Throws
@@ -79,9 +83,14 @@ struct LoopResult {
   std::vector<double> phase_starts_s;
   /// System clock (seconds since the Unix epoch) at the origin.
   double origin_epoch_s = 0.0;
-  int64_t iterations_run = 0;      ///< warm-up + measured iterations completed
-  int64_t warmup_run = 0;          ///< warm-up iterations completed
-  bool timed_out = false;          ///< stopped early by the deadline
+  /// Note [Shared cell clock]: per row, per gradient bucket, [launched, completed] seconds
+  /// since the origin on the host's steady clock (completed NaN where the backend does not
+  /// know it); row-major [rows][bucket_bytes.size()][2]. Empty without buckets.
+  std::vector<double> bucket_times_s;
+  std::vector<int64_t> bucket_bytes;  ///< size of each bucket
+  int64_t iterations_run = 0;         ///< warm-up + measured iterations completed
+  int64_t warmup_run = 0;             ///< warm-up iterations completed
+  bool timed_out = false;             ///< stopped early by the deadline
   double loop_wall_s = 0.0;        ///< steady_clock around the measured iterations (+ final sync)
   double first_iteration_s = 0.0;  ///< steady_clock of iteration 0 including a device sync
   /// loop_power_metrics of the measured loop (empty without LoopOptions::power).

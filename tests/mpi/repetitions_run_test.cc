@@ -152,6 +152,34 @@ TEST_F(RepetitionsRun, PhaseBeginsOfATwoRankCellAgreeWithItsTimings) {
         if (i == 0) first_step[r] = step_begin;
       }
     }
+    // The DDP buckets' allreduces: launched within the step, completed (the MPI backend's
+    // communication thread) after the launch and before the step's comm_wait ended.
+    const auto bucket_dims = h5::dataset_dims(group, "bucket_times");
+    ASSERT_EQ(bucket_dims.size(), 4U);
+    EXPECT_EQ(bucket_dims[0], 2U);
+    EXPECT_EQ(bucket_dims[1], rows);
+    const size_t buckets = bucket_dims[2];
+    EXPECT_GE(buckets, 1U);
+    const auto bucket_times = h5::read_double_dataset(group, "bucket_times");
+    const auto phase_names = nlohmann::json::parse(h5::read_string_attribute(
+        own_dataset(HDF5_CHECK(H5Dopen2(group, "timings", H5P_DEFAULT))), "phases"));
+    const auto comm_wait = static_cast<size_t>(
+        std::find(phase_names.begin(), phase_names.end(), "comm_wait") - phase_names.begin());
+    ASSERT_LT(comm_wait, phases);
+    for (size_t r = 0; r < 2; ++r) {
+      for (size_t i = 0; i < rows; ++i) {
+        const size_t row = (r * rows + i) * phases;
+        const double step_begin = starts[row + phases - 1];
+        const double comm_end = starts[row + comm_wait] + timings[row + comm_wait];
+        for (size_t b = 0; b < buckets; ++b) {
+          const double launched = bucket_times[((r * rows + i) * buckets + b) * 2];
+          const double completed = bucket_times[((r * rows + i) * buckets + b) * 2 + 1];
+          EXPECT_GE(launched, step_begin) << r << "," << i << "," << b;
+          EXPECT_GE(completed, launched) << r << "," << i << "," << b;
+          EXPECT_LE(completed, comm_end + 1e-6) << r << "," << i << "," << b;
+        }
+      }
+    }
     // The origin is shared by a barrier: both ranks begin their first step close together
     // (loose bound: three processes share two cores here).
     EXPECT_LT(std::abs(first_step[0] - first_step[1]), 0.5);

@@ -99,6 +99,8 @@ TEST(ResultsLayout, MatchesGoldenListing) {
     rank.accuracy = finish_training(comparison, 0.01);
     // Note [Shared cell clock]: `phase_starts` and the origin on the system clock.
     rank.phase_starts_s.assign(rank.timings_s.size(), 0.5);
+    rank.bucket_bytes = {1024, 4096};
+    rank.bucket_times_s.assign(rank.iterations() * 2 * 2, 0.25);
     rank.metrics["loop_origin_epoch_s"] = 1.7e9;
   }
   store.complete_cell(ok, ranks);
