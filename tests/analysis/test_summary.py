@@ -59,10 +59,19 @@ def test_synthetic_file_follows_the_cpp_layout_golden(tmp_path):
     skipped = next(c for c in raw_cells.values() if c.status == "skipped")
     # The golden's auto cell: a training cell of batch_size auto (spec batch 0) on 1 rank.
     auto = next(c for c in raw_cells.values() if c.spec["batch_size"] == 0 and c.world_size == 1)
-    got = _listing(
-        path, {ok.cell_id: "ok-cell", skipped.cell_id: "skipped-cell", auto.cell_id: "auto-cell"}
-    )
-    golden = {line for line in GOLDEN.read_text().splitlines() if "<timeout-cell>" not in line}
+    renames = {ok.cell_id: "ok-cell", skipped.cell_id: "skipped-cell", auto.cell_id: "auto-cell"}
+    with h5py.File(path, "r") as f:  # layout 1.5: a series of repeated cells
+        if "series" in f:
+            renames[sorted(f["series"])[0]] = "series"
+    got = _listing(path, renames)
+    # The golden's timeout and running cells are states the synthetic file does not hold.
+    golden = {
+        line
+        for line in GOLDEN.read_text().splitlines()
+        if "<timeout-cell>" not in line
+        and "<running-cell>" not in line
+        and ("<" in line or line.startswith("/ ") or line == "/cells group")
+    }
     assert got == golden
 
 

@@ -125,9 +125,10 @@ TEST(ResultsLayout, MatchesGoldenListing) {
   store.mark_running(running, {1, 2});
   store.record_progress(running, {running.cell_id, "measured", 3, 100});
   // Note [Repetitions]: a series group and the run's order seed; the writer's commit log.
-  store.write_series({summarize_series(
-      ok.cell_id, "step", 2,
-      {{ok.cell_id, 0, true, 0.1, 10.0}, {"0000000000000000", 1, true, 0.11, 9.0}})});
+  const std::string series = "5e1e5000000000aa";
+  store.write_series(
+      {summarize_series(series, "step", 2,
+                        {{series, 0, true, 0.1, 10.0}, {"5e1e5000000000bb", 1, true, 0.11, 9.0}})});
   store.set_order_seed(42);
   store.set_commit_log("[[1.7e9,0.01,2]]");
   store.set_end_time("2024-01-02T05:00:00Z");
@@ -136,7 +137,8 @@ TEST(ResultsLayout, MatchesGoldenListing) {
                                                    {skipped.cell_id, "skipped-cell"},
                                                    {timeout.cell_id, "timeout-cell"},
                                                    {searched.cell_id, "auto-cell"},
-                                                   {running.cell_id, "running-cell"}});
+                                                   {running.cell_id, "running-cell"},
+                                                   {series, "series"}});
   const std::filesystem::path golden =
       std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "layout_v1.txt";
   if (const char* update = std::getenv("SCALEBENCH_UPDATE_GOLDEN"); update && *update == '1') {
