@@ -1,4 +1,5 @@
-"""Command line: analyze, compare, report (also reached as `scalebench analyze|compare|report`).
+"""Command line: analyze, compare, report, trace, watch, history (also reached as
+`scalebench <command>`).
 
 Exit statuses follow scalebench's (docs/user-guide.md#exit-status): 0 ok, 1 the regression
 gate failed (compare) or a probe file holds a failed check (analyze / report of a
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, probe, quality
+from . import compare, probe, quality, timeline
 from .analysis import Analysis, AnalysisOptions, analyze
 from .errors import AnalysisError, UsageError
 from .loader import load
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_baselines(r)
     _add_quality(r)
     _add_gate(r)
+    timeline.add_parser(sub)
     return parser
 
 
@@ -338,7 +340,12 @@ def run_report(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"analyze": run_analyze, "compare": run_compare, "report": run_report}
+    handlers = {
+        "analyze": run_analyze,
+        "compare": run_compare,
+        "report": run_report,
+        "trace": timeline.run,
+    }
     try:
         return handlers[args.command](args)
     except AnalysisError as error:

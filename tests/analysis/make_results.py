@@ -25,6 +25,7 @@ import json
 import re
 import shutil
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import h5py
@@ -443,8 +444,10 @@ def _write_cell(
     g.attrs["status"] = status
     g.attrs["failed_phase"] = "" if status in ("ok", "skipped", "running") else "forward"
     g.attrs["reason"] = reason
-    g.attrs["started_at"] = "" if status == "skipped" else "2026-01-01T00:00:00Z"
-    g.attrs["finished_at"] = "" if status in ("skipped", "running") else "2026-01-01T00:01:00Z"
+    index = len(cells) - 1
+    started, finished = _cell_times(index)
+    g.attrs["started_at"] = "" if status == "skipped" else started
+    g.attrs["finished_at"] = "" if status in ("skipped", "running") else finished
     world = spec["world_size"]
     g.attrs["ranks"] = json.dumps([] if status == "skipped" else list(range(1, world + 1)))
     if timings is None:
@@ -455,8 +458,14 @@ def _write_cell(
     d.attrs["phases"] = json.dumps(phases)
     d.attrs["warmup_iterations"] = np.int64(WARMUP)
     d.attrs["iterations_per_rank"] = json.dumps(counts)
+    # Layout 1.5: when each phase began (Note [Shared cell clock]), DDP buckets.
+    starts = phase_starts_of(timings)
+    s = g.create_dataset("phase_starts", data=starts, **layout)
+    s.attrs["phases"] = json.dumps(phases)
+    if spec["mode"] == "train" and world > 1:
+        write_bucket_times(g, timings, starts)
     batch = auto.recommended_batch if auto else spec["batch_size"]
-    names = RANK_METRICS + (AUTO_RANK_METRICS if auto else [])
+    names = RANK_METRICS + (AUTO_RANK_METRICS if auto else []) + TIMELINE_RANK_METRICS
     metrics = np.full((world, len(names)), np.nan)
     metrics[:, 0] = 2.3 + rng.normal(0, 0.01)
     metrics[:, 1] = 1234.5678
@@ -468,6 +477,7 @@ def _write_cell(
     metrics[:, 7] = np.nansum(timings[:, WARMUP:, -1], axis=1)
     if spec["mode"] == "infer":
         metrics[:, 0] = np.nan
+    metrics[:, -1] = _cell_origin(index) + 0.0001 * np.arange(world)  # loop_origin_epoch_s
     if auto:
         metrics[:, len(RANK_METRICS)] = batch
         metrics[:, len(RANK_METRICS) + 1] = auto.budget_bytes
@@ -480,6 +490,67 @@ def _write_cell(
     )
     g.create_dataset("rank_devices", data=["cpu"] * world, dtype=h5py.string_dtype("utf-8"))
     write_summary(g)
+
+
+#: Per-rank metrics of every cell with timings since layout 1.5 (after the others).
+TIMELINE_RANK_METRICS = ["loop_origin_epoch_s"]
+#: The synthetic run's cells start here (2026-01-01T00:00:00Z), one every 2 minutes.
+ORIGIN_EPOCH_S = 1767225600.0
+#: Gradient buckets of the synthetic DDP cells (bytes), in launch order.
+BUCKET_BYTES = [1 << 20, 3 << 20]
+
+
+def _iso_ms(epoch_s: float) -> str:
+    """ISO 8601 UTC with milliseconds, as the C++ writes times since layout 1.5."""
+    moment = datetime.fromtimestamp(epoch_s, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _cell_origin(index: int) -> float:
+    """The synthetic run places cell `index` (file order) 2 minutes after the previous."""
+    return ORIGIN_EPOCH_S + 120.0 * index
+
+
+def _cell_times(index: int) -> tuple[str, str]:
+    """`started_at` / `finished_at` of cell `index`: dispatched 0.25 s before its origin,
+    its result in 60 s later (every synthetic cell is shorter)."""
+    origin = _cell_origin(index)
+    return _iso_ms(origin - 0.25), _iso_ms(origin + 60.0)
+
+
+def phase_starts_of(timings: np.ndarray) -> np.ndarray:
+    """Begin times consistent with `timings` as the C++ timer records them: iterations follow
+    each other 50 us apart from a 0.01 s origin, the phases run back to back inside their
+    iteration (the last phase spans it); NaN where the timing is NaN."""
+    world, rows, phases = timings.shape
+    starts = np.full(timings.shape, np.nan)
+    for r in range(world):
+        t = 0.01
+        for i in range(rows):
+            if np.isnan(timings[r, i, -1]):
+                continue
+            starts[r, i, -1] = t
+            inner = t
+            for p in range(phases - 1):
+                starts[r, i, p] = inner
+                inner += timings[r, i, p]
+            t += timings[r, i, -1] + 50e-6
+    return starts
+
+
+def write_bucket_times(group, timings: np.ndarray, starts: np.ndarray) -> None:
+    """`bucket_times` (world, rows, buckets, 2): each bucket launched during backward and
+    completed by the end of comm_wait, as the MPI backend records them."""
+    backward, comm_wait = TRAIN_PHASES.index("backward"), TRAIN_PHASES.index("comm_wait")
+    world, rows, _ = timings.shape
+    values = np.full((world, rows, len(BUCKET_BYTES), 2), np.nan)
+    for b in range(len(BUCKET_BYTES)):
+        share = (b + 1) / (len(BUCKET_BYTES) + 1)
+        values[:, :, b, 0] = starts[:, :, backward] + share * timings[:, :, backward]
+        values[:, :, b, 1] = starts[:, :, comm_wait] + share * timings[:, :, comm_wait]
+    d = group.create_dataset("bucket_times", data=values)
+    d.attrs["bucket_bytes"] = json.dumps(BUCKET_BYTES)
+    d.attrs["columns"] = json.dumps(["launched_s", "completed_s"])
 
 
 #: Per-rank metrics of a `batch_size: auto` cell besides RANK_METRICS (layout 1.4).
@@ -620,6 +691,11 @@ def _root_attrs(f, path):
     a["environment"] = json.dumps({"OMP_NUM_THREADS": "1"})
     a["start_time"], a["end_time"] = "2026-01-01T00:00:00Z", "2026-01-01T00:30:00Z"
     a["run_count"] = np.int64(1)
+    # Layout 1.5: the writer's commits, the order seed of the interleaved repetitions.
+    a["commit_log"] = json.dumps(
+        [[ORIGIN_EPOCH_S + 1.0, 0.004, 3], [ORIGIN_EPOCH_S + 9.0, 0.005, 4]]
+    )
+    a["order_seed"] = str(fnv1a64("0123456789abcdef"))
 
 
 def _fixed_string(value: str) -> np.ndarray:
@@ -785,8 +861,108 @@ def write_results(path, seed: int = 20240601) -> str:
             batch = search.recommended_batch  # the timed loop's step as the probe's
             t = train_timings(rng, batch, search.world, (search.step_s(batch) - 0.002) / batch)
             _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED] * search.world, auto=search)
+        f.attrs["cell_count"] = np.int64(len(cells))  # layout 1.5
         fix_strings(f)
     return str(path)
+
+
+def splitmix64(state: int) -> tuple[int, int]:
+    """(new state, output) of splitmix64, as common/repetition_stats.cc."""
+    mask = 0xFFFFFFFFFFFFFFFF
+    state = (state + 0x9E3779B97F4A7C15) & mask
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return state, z ^ (z >> 31)
+
+
+def series_interval(values, seed: int, resamples: int = 10000, confidence: float = 0.95):
+    """The percentile-bootstrap interval of the median as the C++ computes it (one draw at a
+    time; tests/analysis/rawdata.py has an independent vectorised version)."""
+    values = [v for v in values if not np.isnan(v)]
+    if len(values) < 2:
+        return float("nan"), float("nan")
+    state, medians = seed, []
+    for _ in range(resamples):
+        sample = []
+        for _ in range(len(values)):
+            state, draw = splitmix64(state)
+            sample.append(values[draw % len(values)])
+        medians.append(float(np.median(sample)))
+    tail = (1.0 - confidence) / 2.0
+    return float(np.percentile(medians, 100 * tail)), float(
+        np.percentile(medians, 100 * (1 - tail))
+    )
+
+
+#: Repeated cells of add_repetitions: (mode, world, repetitions, slowdown per repetition).
+REPEATED = (("train", 2, 5, (1.0, 1.02, 0.99, 1.25, 1.01)), ("infer", 1, 3, (1.0, 1.03, 0.98)))
+
+
+def add_repetitions(path) -> list[str]:
+    """Adds two repeated cells (layout 1.5, Note [Repetitions]) to the file at `path`: a
+    DDP training cell of 5 repetitions whose 4th runs 25 % slower (its series disagrees) and
+    an inference cell of 3 that agree; every repetition a complete cell with its own
+    timings and summary, and the `/series` groups. Returns the series ids."""
+    rng = np.random.default_rng(99)
+    series_ids = []
+    with h5py.File(path, "r+") as f:
+        cells = f["cells"]
+        series_group = f.require_group("series")
+        for mode, world, repetitions, slowdowns in REPEATED:
+            figures = []
+            ids = []
+            for k, slowdown in enumerate(slowdowns):
+                extra = {"repetitions": repetitions}
+                if k > 0:
+                    extra["repetition"] = k
+                samples = 16 * world * MEASURED if mode == "infer" else 0
+                spec = make_spec(
+                    "main",
+                    mode,
+                    16,
+                    world,
+                    experiment="mlp-repeated-" + mode,
+                    samples=samples,
+                    **extra,
+                )
+                if mode == "train":
+                    t = train_timings(rng, 16, world, 0.0008 * slowdown)
+                    counts = [WARMUP + MEASURED] * world
+                else:
+                    t, counts = infer_timings(rng, 16, world, 0.0003 * slowdown)
+                _write_cell(cells, spec, "ok", rng, t, counts)
+                summary = cells[spec["cell_id"]]["summary"].attrs
+                figures.append((summary["median_s"], summary["throughput_samples_per_s"]))
+                ids.append(spec["cell_id"])
+            series_id = ids[0]
+            seed = fnv1a64(series_id)
+            medians = [m for m, _ in figures]
+            throughputs = [t for _, t in figures]
+            low, high = series_interval(medians, seed)
+            t_low, t_high = series_interval(throughputs, seed)
+            median = float(np.median(medians))
+            s = series_group.create_group(series_id)
+            s.attrs["metric"] = "step" if mode == "train" else "batch"
+            s.attrs["repetitions"] = np.int64(repetitions)
+            s.attrs["completed"] = np.int64(len(medians))
+            s.attrs["cells"] = json.dumps(ids)
+            s.attrs["repetition_median_s"] = json.dumps([float(m) for m in medians])
+            s.attrs["median_s"] = median
+            s.attrs["median_s_ci_low"], s.attrs["median_s_ci_high"] = low, high
+            s.attrs["throughput_samples_per_s"] = float(np.median(throughputs))
+            s.attrs["throughput_ci_low"], s.attrs["throughput_ci_high"] = t_low, t_high
+            spread = (max(medians) - min(medians)) / median
+            s.attrs["spread_rel"] = spread
+            s.attrs["disagree"] = np.int8(spread > 0.10)
+            s.attrs["max_spread_rel"] = 0.10
+            s.attrs["confidence"] = 0.95
+            s.attrs["bootstrap_resamples"] = np.int64(10000)
+            s.attrs["bootstrap_seed"] = str(seed)
+            series_ids.append(series_id)
+        f.attrs["cell_count"] = np.int64(len(cells))
+        fix_strings(f)
+    return series_ids
 
 
 def copy_with_slowdown(src, dst, cell_id: str, factor: float) -> str:

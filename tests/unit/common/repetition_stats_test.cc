@@ -163,7 +163,9 @@ TEST(RepetitionsMatrix, EveryCellRunsNTimesAndRepetitionZeroKeepsItsId) {
     ++per_series[series_id(cell)];
     EXPECT_EQ(cell.repetitions, 3);
     EXPECT_NE(cell_label(cell).find("/rep" + std::to_string(cell.repetition)), std::string::npos);
-    if (cell.repetition == 0) EXPECT_EQ(series_id(cell), cell.cell_id);
+    if (cell.repetition == 0) {
+      EXPECT_EQ(series_id(cell), cell.cell_id);
+    }
     // The spec JSON round trip keeps the repetition (resume matches by id).
     EXPECT_EQ(compute_cell_id(cell_spec_from_json(to_json(cell))), cell.cell_id);
   }
