@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, probe, quality, timeline
+from . import compare, live, probe, quality, timeline
 from .analysis import Analysis, AnalysisOptions, analyze
 from .errors import AnalysisError, UsageError
 from .loader import load
@@ -181,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_quality(r)
     _add_gate(r)
     timeline.add_parser(sub)
+    live.add_parser(sub)
     return parser
 
 
@@ -345,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         "compare": run_compare,
         "report": run_report,
         "trace": timeline.run,
+        "watch": live.run,
     }
     try:
         return handlers[args.command](args)
