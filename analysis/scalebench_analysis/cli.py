@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, live, probe, quality, timeline
+from . import compare, live, probe, quality, timeline, trends
 from .analysis import Analysis, AnalysisOptions, analyze
 from .errors import AnalysisError, UsageError
 from .loader import load
@@ -182,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate(r)
     timeline.add_parser(sub)
     live.add_parser(sub)
+    trends.add_parser(sub)
     return parser
 
 
@@ -347,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         "report": run_report,
         "trace": timeline.run,
         "watch": live.run,
+        "history": trends.run,
     }
     try:
         return handlers[args.command](args)
