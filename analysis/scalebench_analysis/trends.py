@@ -368,7 +368,7 @@ def plot_experiment(lines: list[Line], metric: str, order: str) -> bytes:
                 color="red",
             )
             ax.plot([k], [values[k]], "rx", markersize=12)
-    names = [_point_name(p, order) for p in max(lines, key=lambda l: len(l.points)).points]
+    names = [_point_name(p, order) for p in max(lines, key=lambda line: len(line.points)).points]
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
     ax.set_ylabel("median time (ms)" if metric == "time" else "throughput (samples/s)")
     ax.set_title(lines[0].experiment)
