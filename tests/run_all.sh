@@ -6,7 +6,8 @@
 #   4. clang-tidy over every .cc outside tests/ (see Note [clang-tidy in CI])
 #   5. analysis: pytest on an HDF5 file produced by a real `scalebench run` of the quickstart,
 #      and on the synthetic file of tests/analysis/make_results.py (branches, bf16, failures)
-#      plus ruff (lint + format) over analysis/ and tests/analysis/
+#      plus ruff (lint + format) over analysis/ and tests/analysis/; the series intervals of
+#      a real run of docs/examples/repetitions.yaml against their numpy reference
 #   6. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
 #      documented in docs/reliability.md
 #   7. slurm: a real single-node Slurm cluster (tests/slurm/run.sh)
@@ -56,6 +57,14 @@ check_tidy() {
 check_ruff() {
   "$python" -m ruff check analysis tests/analysis && "$python" -m ruff format --check analysis tests/analysis
 }
+# Note [Repetitions]: the series intervals of a real run against the numpy reference.
+run_repetitions_for_analysis() {
+  local out="$repo/build/test-runs/repetitions.h5"
+  mkdir -p "$(dirname "$out")"
+  mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
+    docs/examples/repetitions.yaml -o "$out" --force --quiet
+  SCALEBENCH_REPETITIONS_FILE="$out" "$python" -m pytest -q tests/analysis/test_series.py
+}
 run_quickstart_for_analysis() {
   local out="$repo/build/test-runs/quickstart.h5"
   mkdir -p "$(dirname "$out")"
@@ -69,6 +78,7 @@ run_step "ctest (release)" ctest --preset release -j 2
 run_step "ctest (asan)" ctest --preset asan -j 2
 run_step "clang-tidy" check_tidy
 run_step "analysis (pytest on a real run)" run_quickstart_for_analysis
+run_step "analysis (repetitions of a real run)" run_repetitions_for_analysis
 run_step "analysis (pytest on the synthetic file)" env -u SCALEBENCH_RESULTS_FILE "$python" -m pytest -q -rs tests/analysis
 run_step "ruff (analysis)" check_ruff
 run_step "fuzz (15 s per target)" tests/fuzz/run.sh 15

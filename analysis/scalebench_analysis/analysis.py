@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import ablation, accuracy, batch, compare, quality, scaling
+from . import ablation, accuracy, batch, compare, quality, scaling, series
 from .loader import Results, load
 
 
@@ -133,6 +133,9 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     if len(out.batch_studies):
         out.sections["batch_study"] = out.batch_studies
         out.sections["batch_curve"] = out.batch_curve
+    repeated = series.repetitions_table(results.series, results.cells)
+    if len(repeated):  # Note [Repetitions]
+        out.sections["repetitions"] = repeated
     out.sections["stragglers"] = quality.straggler_table(results, options.quality)
     checked = accuracy.accuracy_table(results.cells)
     if len(checked):

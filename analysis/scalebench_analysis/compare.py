@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import accuracy
+from . import accuracy, series
 from .errors import UsageError
 from .loader import Results, config_key
 from .quality import iteration_samples
@@ -322,6 +322,8 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
     for i, p_adj in zip(tested, adjusted):
         rows[i]["p_adjusted"] = float(p_adj)
         rows[i]["verdict"] = _verdict(rows[i], options)
+    # Note [Repetitions]: repeated cells are judged as series (series.py).
+    series.judge_series_pairs(rows, base.series, new.series, options.threshold)
     columns = [
         "label",
         "verdict",
@@ -380,6 +382,8 @@ def gate_summary(table: pd.DataFrame, options: GateOptions) -> str:
     parts += [
         f"{counts.get(v, 0)} {v}" for v in ("improvement", "within threshold", "not significant")
     ]
+    if counts.get("within noise", 0):  # series pairs (Note [Repetitions])
+        parts.append(f"{counts['within noise']} series within noise")
     return (
         ("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "
         f"(threshold {options.threshold:.1%}, alpha {options.alpha:g}, "

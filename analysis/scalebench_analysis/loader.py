@@ -91,6 +91,8 @@ _NAMED_FIELDS = (
     "samples",
     "cell_id",
     "source",
+    "repetition",  # layout 1.5: shown as " rep k/N" in the label
+    "repetitions",
 )
 
 STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted")
@@ -122,6 +124,8 @@ class Results:
     problems: dict = field(default_factory=dict)
     probes: pd.DataFrame = field(default_factory=lambda: _probes_frame([]))
     probe_times: pd.DataFrame = field(default_factory=lambda: _probe_times_frame([]))
+    #: Layout 1.5: one row per `/series` group (series.read_series), empty without.
+    series: pd.DataFrame = field(default_factory=lambda: read_series_frame(None))
 
     def cell(self, cell_id: str) -> pd.Series:
         """The row of `cells` for `cell_id` (KeyError when absent)."""
@@ -836,12 +840,17 @@ def _cells_frame(rows: list[dict]) -> pd.DataFrame:
     for name in _BATCH_FLOATS:
         cells[name] = cells[name].astype(float) if name in cells else np.nan
     cells["batch_auto"] = [s.get("batch_size") == 0 for s in cells["spec"]]
+    # Layout 1.5, Note [Repetitions]: which run of the cell (0 and 1 for older files).
+    cells["repetition"] = [int(s.get("repetition", 0)) for s in cells["spec"]]
+    cells["repetitions"] = [int(s.get("repetitions", 1)) for s in cells["spec"]]
     cells["global_batch"] = cells["batch_size"] * cells["world_size"]
     cells["config"] = [config_key(s) for s in cells["spec"]]
     cells["setting"] = _setting_labels(list(cells["spec"]))
     cells["label"] = [
         f"{r.branch or '-'}/{r.experiment}/{r.mode}/b{_batch_text(r.batch_size, r.batch_auto)}"
-        f"/w{r.world_size}/{r.precision}" + ("" if r.setting == "default" else f" [{r.setting}]")
+        f"/w{r.world_size}/{r.precision}"
+        + ("" if r.setting == "default" else f" [{r.setting}]")
+        + (f" rep {r.repetition + 1}/{r.repetitions}" if r.repetitions > 1 else "")
         for r in cells.itertuples()
     ]
     return cells.sort_values(
@@ -876,6 +885,14 @@ def _read_cell(cell_id: str, group: h5py.Group, pool: ThreadPoolExecutor):
         except _CELL_ERRORS as error:
             probes = f"probes unreadable: {_one_line(error)}"
     return row, timings, ranks, probes
+
+
+def read_series_frame(f: h5py.File | None) -> pd.DataFrame:
+    """The `/series` table of Note [Repetitions] (series.py); empty for None or a file
+    without it."""
+    from .series import COLUMNS, read_series
+
+    return read_series(f) if f is not None else pd.DataFrame(columns=COLUMNS)
 
 
 def load(path: str | os.PathLike) -> Results:
@@ -919,6 +936,7 @@ def load(path: str | os.PathLike) -> Results:
             if raw_timings is not None:
                 raw[cell_id] = raw_timings
             rank_rows.extend(ranks)
+        series = read_series_frame(f)
     return Results(
         path=path,
         layout_version=version,
@@ -931,4 +949,5 @@ def load(path: str | os.PathLike) -> Results:
         problems=problems,
         probes=_probes_frame(probes),
         probe_times=_probe_times_frame(probes),
+        series=series,
     )

@@ -20,6 +20,8 @@ TITLES = {
     "group (0 = none)",
     "batch_curve": "Batch study: throughput, speedup over the smallest batch, per-sample latency "
     "and memory efficiency against batch",
+    "repetitions": "Repetitions: median over the ok repetitions with its 95% bootstrap interval "
+    "(DISAGREE: they span more than 10%; docs/repetitions.md)",
     "stragglers": "Straggler ranks",
     "accuracy": "Accuracy: each validated cell against its fp32 reference (the file's verdict)",
     "speedup": "Speedup against the baseline",

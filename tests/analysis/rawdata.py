@@ -110,3 +110,31 @@ def read(path) -> RawFile:
                 cell_id, attrs, json.loads(attrs["spec"]), timings, phases, warmup, metrics, summary
             )
     return RawFile(str(path), root, cells)
+
+
+def _splitmix64_stream(seed: int, count: int) -> np.ndarray:
+    """`count` outputs of splitmix64 from `seed`, vectorised: the k-th state is
+    seed + k * gamma (mod 2^64), so every output is a function of its index alone."""
+    gamma = np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        index = np.arange(1, count + 1, dtype=np.uint64)
+        z = np.uint64(seed) + index * gamma
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def bootstrap_median_interval(values, seed: int, resamples: int = 10000, confidence=0.95):
+    """Reference of Note [Repetitions] (schemas/results-layout.md, `/series`): the
+    percentile-bootstrap interval of the median, draws index = splitmix64 output mod n,
+    n draws per resample in order; (nan, nan) for fewer than 2 values."""
+    values = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    n = values.size
+    if n < 2:
+        return float("nan"), float("nan")
+    draws = (_splitmix64_stream(seed, resamples * n) % np.uint64(n)).astype(np.int64)
+    medians = np.median(values[draws.reshape(resamples, n)], axis=1)
+    tail = (1 - confidence) / 2
+    return float(np.percentile(medians, 100 * tail)), float(
+        np.percentile(medians, 100 * (1 - tail))
+    )
