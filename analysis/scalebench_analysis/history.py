@@ -277,8 +277,8 @@ def read_series(path: str) -> dict:
 def load_runs(paths: list) -> tuple[list, list]:
     """(usable RunFiles, [(path, reason)] skipped) of `paths` (see expand_inputs). A file
     that is not a scalebench results file (a probe file, another HDF5 file, any other
-    file) is skipped with a warning; damaged cells are left out with one. ResultsFileError
-    when no file is usable."""
+    file) or that HDF5 cannot read is skipped with a warning; damaged cells are left out
+    with one. ResultsFileError when no file is usable."""
     files = expand_inputs(paths)
     runs, skipped = [], []
     for path in files:
@@ -287,6 +287,11 @@ def load_runs(paths: list) -> tuple[list, list]:
         except (ResultsFileError, OSError) as error:
             warn(f"skipped {error}")
             skipped.append((path, str(error)))
+            continue
+        except RuntimeError as error:  # libhdf5 refusing a damaged file (h5py raises these)
+            reason = f"{path}: unreadable HDF5 file ({str(error).splitlines()[0]})"
+            warn(f"skipped {reason}")
+            skipped.append((path, reason))
             continue
         for cell_id, problem in sorted(results.damaged.items()):
             warn(f"{path}: damaged cell {cell_id} left out: {problem}")
@@ -667,9 +672,9 @@ def to_text(hist: History, unicode: bool = True) -> str:
     return "\n".join([header.rstrip(), *body, "", summary_line(hist)]) + "\n"
 
 
-def to_markdown(hist: History) -> str:
+def to_markdown(hist: History, unicode: bool = True) -> str:
     """The trend table as a GitHub markdown table, then the summary line."""
-    rows = table_rows(hist)
+    rows = table_rows(hist, unicode)
     lines = ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]
     for r in rows:
         cells = [r[c].replace("|", "\\|") for c in _COLUMNS]
@@ -755,7 +760,7 @@ def render(hist: History, fmt: str, unicode: bool = True) -> str:
     if fmt == "json":
         return to_json(hist)
     if fmt == "markdown":
-        return to_markdown(hist)
+        return to_markdown(hist, unicode)
     return to_text(hist, unicode)
 
 
