@@ -92,6 +92,30 @@ std::string fixed(double value, int decimals) {
   return text;
 }
 
+/// The '#' header and units lines and one line per row, every column right-aligned to its
+/// widest entry, two spaces apart (nccl-tests' style).
+std::string aligned_columns(const std::vector<std::string>& header,
+                            const std::vector<std::string>& units,
+                            const std::vector<std::vector<std::string>>& table) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = std::max(header[c].size(), units[c].size());
+    for (const auto& line : table) width[c] = std::max(width[c], line[c].size());
+  }
+  std::ostringstream out;
+  auto print = [&](const std::vector<std::string>& cells, const char* lead) {
+    out << lead;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      out << std::string(width[c] - cells[c].size() + 2, ' ') << cells[c];
+    }
+    out << "\n";
+  };
+  print(header, "#");
+  print(units, "#");
+  for (const auto& line : table) print(line, " ");
+  return out.str();
+}
+
 }  // namespace
 
 std::vector<SummaryRow> summary_rows(const nlohmann::json& overview) {
@@ -146,22 +170,8 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
                                               : "-");
     }
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = std::max(header[c].size(), units[c].size());
-    for (const auto& line : table) width[c] = std::max(width[c], line[c].size());
-  }
   std::ostringstream out;
-  auto print = [&](const std::vector<std::string>& cells, const char* lead) {
-    out << lead;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      out << std::string(width[c] - cells[c].size() + 2, ' ') << cells[c];
-    }
-    out << "\n";
-  };
-  print(header, "#");
-  print(units, "#");
-  for (const auto& line : table) print(line, " ");
+  out << aligned_columns(header, units, table);
   out << "# Cells: " << rows.size();
   for (const auto& [status, count] : status_counts(rows)) out << ", " << count << " " << status;
   out << "\n";
@@ -293,24 +303,10 @@ std::string format_series_table(const nlohmann::json& overview) {
                      s.disagree ? "DISAGREE" : ""});
     if (s.disagree) disagreeing.push_back(s.series_id);
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = std::max(header[c].size(), units[c].size());
-    for (const auto& line : table) width[c] = std::max(width[c], line[c].size());
-  }
   std::ostringstream out;
-  auto print = [&](const std::vector<std::string>& line, const char* lead) {
-    out << lead;
-    for (size_t c = 0; c < line.size(); ++c) {
-      out << std::string(width[c] - line[c].size() + 2, ' ') << line[c];
-    }
-    out << "\n";
-  };
   out << "# Repetitions: median over the ok repetitions, 95% bootstrap interval "
          "(docs/repetitions.md)\n";
-  print(header, "#");
-  print(units, "#");
-  for (const auto& line : table) print(line, " ");
+  out << aligned_columns(header, units, table);
   if (!disagreeing.empty()) {
     out << "# warning: " << disagreeing.size() << " series' repetitions span more than "
         << fixed(kMaxSpreadRel * 100.0, 0)

@@ -24,30 +24,17 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from .errors import ResultsFileError, UsageError
+from .h5text import epoch_seconds, text
+from .timeline import cell_label
 
 FAILED = ("failed", "oom", "timeout", "interrupted")
 LATEST = 5
-
-
-def _text(value) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, np.ndarray):
-        return _text(value.item())
-    return str(value)
-
-
-def _epoch(iso: str) -> float | None:
-    if not iso:
-        return None
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def _duration(seconds: float) -> str:
@@ -94,14 +81,9 @@ class Snapshot:
 
 
 def _label(attrs) -> str:
-    branch = _text(attrs.get("branch", "")) or "-"
-    batch = int(attrs.get("batch_size", 0))
-    label = (
-        f"{branch}/{_text(attrs.get('experiment', ''))}/{_text(attrs.get('mode', ''))}"
-        f"/b{batch if batch else 'auto'}/w{int(attrs.get('world_size', 0))}"
-        f"/{_text(attrs.get('precision', ''))}"
-    )
-    spec = json.loads(_text(attrs.get("spec", "{}")) or "{}")
+    """timeline.cell_label, and "/rep<k>" for a repeated cell (as scalebench's logs)."""
+    label = cell_label(attrs)
+    spec = json.loads(text(attrs.get("spec", "{}")) or "{}")
     if int(spec.get("repetitions", 1)) > 1:
         label += f"/rep{int(spec.get('repetition', 0))}"
     return label
@@ -118,10 +100,10 @@ def read_snapshot(path: Path) -> Snapshot:
             raise ResultsFileError(f"{path} is not a scalebench results file (no /cells)")
         root = f.attrs
         snapshot = Snapshot(
-            matrix=_text(root.get("matrix_path", "")),
-            start_time=_epoch(_text(root.get("start_time", ""))),
-            end_time=_text(root.get("end_time", "")),
-            hosts=json.loads(_text(root.get("hosts", "[]")) or "[]"),
+            matrix=text(root.get("matrix_path", "")),
+            start_time=epoch_seconds(text(root.get("start_time", ""))),
+            end_time=text(root.get("end_time", "")),
+            hosts=json.loads(text(root.get("hosts", "[]")) or "[]"),
             cell_count=int(root["cell_count"]) if "cell_count" in root else None,
         )
         for cell_id, group in f["cells"].items():
@@ -129,18 +111,18 @@ def read_snapshot(path: Path) -> Snapshot:
             state = CellState(
                 cell_id=cell_id,
                 label=_label(a),
-                status=_text(a.get("status", "")),
-                ranks=json.loads(_text(a.get("ranks", "[]")) or "[]"),
-                started_at=_epoch(_text(a.get("started_at", ""))),
-                finished_at=_epoch(_text(a.get("finished_at", ""))),
-                reason=_text(a.get("reason", "")),
+                status=text(a.get("status", "")),
+                ranks=json.loads(text(a.get("ranks", "[]")) or "[]"),
+                started_at=epoch_seconds(text(a.get("started_at", ""))),
+                finished_at=epoch_seconds(text(a.get("finished_at", ""))),
+                reason=text(a.get("reason", "")),
             )
             if "progress_stage" in a:
                 state.progress = (
-                    f"{_text(a['progress_stage'])} {int(a['progress_done'])}/"
+                    f"{text(a['progress_stage'])} {int(a['progress_done'])}/"
                     f"{int(a['progress_total'])}"
                 )
-                state.progress_at = _epoch(_text(a.get("progress_at", "")))
+                state.progress_at = epoch_seconds(text(a.get("progress_at", "")))
             if "summary" in group:
                 summary = group["summary"].attrs
                 state.median_s = float(summary.get("median_s", np.nan))
@@ -166,7 +148,7 @@ def render(snapshot: Snapshot, path: Path, now: float) -> str:
     lines = []
     state = "finished" if snapshot.finished else "running"
     lines.append(f"scalebench watch {path}  ({state}; matrix {snapshot.matrix or '?'})")
-    end = _epoch(snapshot.end_time) if snapshot.finished else now
+    end = epoch_seconds(snapshot.end_time) if snapshot.finished else now
     elapsed = end - snapshot.start_time if snapshot.start_time else None
     hosts = ", ".join(snapshot.hosts)
     in_file = len(snapshot.cells)
@@ -240,11 +222,11 @@ def watch(path: Path, interval: float, once: bool, timeout: float | None, out=No
         mtime = os.stat(path).st_mtime_ns
         if mtime != last_mtime:
             last_mtime, last_change = mtime, time.monotonic()
-        text = render(snapshot, path, time.time())
+        shown = render(snapshot, path, time.time())
         if tty:
-            out.write("\033[H\033[2J" + text)
+            out.write("\033[H\033[2J" + shown)
         else:
-            out.write(("" if first else "\n") + text)
+            out.write(("" if first else "\n") + shown)
         out.flush()
         first = False
         if once or snapshot.finished:

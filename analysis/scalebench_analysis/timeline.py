@@ -35,34 +35,18 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from .errors import ResultsFileError, UsageError
+from .h5text import epoch_seconds, text
 
 US = 1e6
 ORCHESTRATOR_PID = 0
 WRITER_TID = 100
 ITERATION_TID, PHASE_TID, BUCKET_TID = 0, 1, 2
-
-
-def _text(value) -> str:
-    """An HDF5 string attribute (fixed-length bytes or str) as str."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, np.ndarray):
-        return _text(value.item())
-    return str(value)
-
-
-def epoch_of(iso: str) -> float | None:
-    """Unix seconds of an ISO 8601 UTC time with or without fractional seconds; None for ""."""
-    if not iso:
-        return None
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 @dataclass
@@ -86,12 +70,12 @@ class CellTrack:
 
 def cell_label(attrs) -> str:
     """branch/experiment/mode/b<batch>/w<world>/<precision>, as scalebench's logs write it."""
-    branch = _text(attrs.get("branch", "")) or "-"
+    branch = text(attrs.get("branch", "")) or "-"
     batch = int(attrs.get("batch_size", 0))
     return (
-        f"{branch}/{_text(attrs.get('experiment', ''))}/{_text(attrs.get('mode', ''))}"
+        f"{branch}/{text(attrs.get('experiment', ''))}/{text(attrs.get('mode', ''))}"
         f"/b{batch if batch else 'auto'}/w{int(attrs.get('world_size', 0))}"
-        f"/{_text(attrs.get('precision', ''))}"
+        f"/{text(attrs.get('precision', ''))}"
     )
 
 
@@ -99,7 +83,7 @@ def read_cell(group: h5py.Group, cell_id: str) -> CellTrack:
     """The track data of one cell; ResultsFileError when it has no per-rank timeline."""
     if "timings" not in group:
         raise ResultsFileError(
-            f"cell {cell_id} has no timings (status {_text(group.attrs.get('status', '?'))})"
+            f"cell {cell_id} has no timings (status {text(group.attrs.get('status', '?'))})"
         )
     if "phase_starts" not in group:
         raise ResultsFileError(
@@ -107,14 +91,14 @@ def read_cell(group: h5py.Group, cell_id: str) -> CellTrack:
             "results layout 1.5; run it again to get its timeline"
         )
     timings_set = group["timings"]
-    phases = json.loads(_text(timings_set.attrs["phases"]))
+    phases = json.loads(text(timings_set.attrs["phases"]))
     metrics = group["rank_metrics"]
-    names = json.loads(_text(metrics.attrs["names"]))
+    names = json.loads(text(metrics.attrs["names"]))
     if "loop_origin_epoch_s" not in names:
         raise ResultsFileError(f"cell {cell_id} has phase_starts but no loop_origin_epoch_s metric")
     origins = np.asarray(metrics[()])[:, names.index("loop_origin_epoch_s")]
-    ranks = json.loads(_text(group.attrs.get("ranks", "[]")))
-    hosts = [_text(h) for h in group["rank_hosts"][()]] if "rank_hosts" in group else []
+    ranks = json.loads(text(group.attrs.get("ranks", "[]")))
+    hosts = [text(h) for h in group["rank_hosts"][()]] if "rank_hosts" in group else []
     track = CellTrack(
         cell_id=cell_id,
         label=cell_label(group.attrs),
@@ -125,13 +109,13 @@ def read_cell(group: h5py.Group, cell_id: str) -> CellTrack:
         timings=np.asarray(timings_set[()], dtype=float),
         starts=np.asarray(group["phase_starts"][()], dtype=float),
         origins=np.asarray(origins, dtype=float),
-        started_at=epoch_of(_text(group.attrs.get("started_at", ""))),
-        finished_at=epoch_of(_text(group.attrs.get("finished_at", ""))),
+        started_at=epoch_seconds(text(group.attrs.get("started_at", ""))),
+        finished_at=epoch_seconds(text(group.attrs.get("finished_at", ""))),
     )
     if "bucket_times" in group:
         dataset = group["bucket_times"]
         track.buckets = np.asarray(dataset[()], dtype=float)
-        track.bucket_bytes = [int(b) for b in json.loads(_text(dataset.attrs["bucket_bytes"]))]
+        track.bucket_bytes = [int(b) for b in json.loads(text(dataset.attrs["bucket_bytes"]))]
     return track
 
 
@@ -300,8 +284,8 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
                 print(f"scalebench trace: warning: {reason}", file=sys.stderr)
             if not tracks:
                 raise ResultsFileError(f"no cell of {path} has a per-rank timeline (layout 1.5)")
-        commits = json.loads(_text(f.attrs["commit_log"])) if "commit_log" in f.attrs else []
-        version = _text(f.attrs.get("scalebench_layout_version", ""))
+        commits = json.loads(text(f.attrs["commit_log"])) if "commit_log" in f.attrs else []
+        version = text(f.attrs.get("scalebench_layout_version", ""))
     zero = _zero(tracks, commits)
     events = []
     pids = {}
@@ -350,8 +334,7 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
 def write_trace(path: str | Path, output: str | Path, cell_ids: list[str] | None) -> int:
     """Writes the trace JSON (no NaN or Infinity) to `output`; returns the event count."""
     trace = build_trace(path, cell_ids)
-    text = json.dumps(trace, allow_nan=False)
-    Path(output).write_text(text)
+    Path(output).write_text(json.dumps(trace, allow_nan=False))
     return len(trace["traceEvents"])
 
 
