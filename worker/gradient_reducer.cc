@@ -187,7 +187,7 @@ void GradientReducer::Impl::launch_ready_buckets(bool in_backward) {
   while (next_to_launch < buckets.size() && buckets[next_to_launch].pending == 0) {
     Bucket& bucket = buckets[next_to_launch];
     stats.buckets[next_to_launch].launched = std::chrono::steady_clock::now();
-    stats.buckets[next_to_launch].bytes = bucket.buffer.nbytes();
+    stats.buckets[next_to_launch].bytes = static_cast<int64_t>(bucket.buffer.nbytes());
     bucket.work = backend.allreduce_sum(bucket.buffer);
     ++(in_backward ? stats.buckets_launched_in_backward : stats.buckets_launched_in_finalize);
     ++next_to_launch;
