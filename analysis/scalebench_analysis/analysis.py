@@ -23,7 +23,8 @@ class AnalysisOptions:
 
 @dataclass
 class Analysis:
-    """Every table of one results file. `sections` is ordered: overview, cells, scaling,
+    """Every table of one results file. `sections` is ordered: overview, cells,
+    repetitions (only when the file has `/series`: series.repetitions_table), scaling,
     batch, batch_study and batch_curve (only when the file has a batch study: an auto
     cell or a listed-batch group, batch.py Note [Batch study]), stragglers, accuracy
     (only when a cell has an accuracy group), then the ablation tables and speedup /
@@ -113,8 +114,11 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
         "comm_share",
         "peak_memory_mib",
         "reason",
+        "repetition",
+        "repetitions",
+        "series_id",
     ]
-    return cells[columns]
+    return cells.reindex(columns=columns)
 
 
 def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()) -> Analysis:
@@ -127,15 +131,15 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     out = Analysis(results=results, options=options, batch_points=points, trust=trust)
     out.sections["overview"] = overview_table(results)
     out.sections["cells"] = cells_table(results, trust, scale)
+    repeated = series.repetitions_table(results.series, results.cells)
+    if len(repeated):  # Note [Repetitions]
+        out.sections["repetitions"] = repeated
     out.sections["scaling"] = scale
     out.sections["batch"] = batch.batch_table(points, options.slo_p99_ms)
     out.batch_studies, out.batch_curve = batch.batch_study(results, points, options.slo_p99_ms)
     if len(out.batch_studies):
         out.sections["batch_study"] = out.batch_studies
         out.sections["batch_curve"] = out.batch_curve
-    repeated = series.repetitions_table(results.series, results.cells)
-    if len(repeated):  # Note [Repetitions]
-        out.sections["repetitions"] = repeated
     out.sections["stragglers"] = quality.straggler_table(results, options.quality)
     checked = accuracy.accuracy_table(results.cells)
     if len(checked):

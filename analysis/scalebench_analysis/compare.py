@@ -20,6 +20,14 @@ Definitions (docs/analysis-guide.md#comparisons):
   whose verdict changed gets `accuracy_change` (`passed -> failed`, `failed -> passed`,
   ...) and a flagged line under the table; `passed -> failed` fails the gate like a cell
   that broke, whatever its timing verdict.
+* repeated cells (`repetitions`, series.py): a series present in both files with an
+  interval on each side is judged as one row (`matched_by` "series"): a regression only when
+  the new median over the repetitions is slower than the base's by more than the threshold
+  AND the two 95 % intervals do not overlap (improvement the other way, else "within
+  noise"); its repetitions' rows keep their figures with the verdict "judged by its series"
+  (a repetition that broke still fails the gate). A single run against a series of the same
+  cell is tested as above against the series' representative repetition, the row showing
+  the series' interval (`series_base_*` / `series_new_*`).
 """
 
 from __future__ import annotations
@@ -287,65 +295,93 @@ def _accuracy_columns(base_cell, new_cell) -> dict:
 
 def regression_table(base: Results, new: Results, options: GateOptions) -> pd.DataFrame:
     """One row per cell of either file: the test results, a verdict and the accuracy (see
-    `_accuracy_columns`). Gate: any verdict "regression" or "broke", or an accuracy change
-    "passed -> failed" (see `gate_failed`)."""
+    `_accuracy_columns`); with repeated cells (series.py), one more row per series pair
+    judged by the series, the repetitions' timing verdicts "judged by its series", and a
+    single run against a series in one row with the series' interval. Gate: any verdict
+    "regression" or "broke", or an accuracy change "passed -> failed" (see
+    `gate_failed`)."""
     b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
+    pairs = match_cells(base, new)
+    plan = series.plan(base, new, pairs)  # Note [Repetitions]
     rows, tested = [], []
-    for base_id, new_id, matched_by in match_cells(base, new):
-        base_cell = b.loc[base_id] if base_id else None
-        new_cell = n.loc[new_id] if new_id else None
-        any_cell = new_cell if new_cell is not None else base_cell
-        row = {
-            "label": any_cell.label,
-            "base_cell_id": base_id or "",
-            "new_cell_id": new_id or "",
-            "matched_by": matched_by,
-            "base_status": base_cell.status if base_cell is not None else "",
-            "new_status": new_cell.status if new_cell is not None else "",
-            **_accuracy_columns(base_cell, new_cell),
-        }
-        base_s = new_s = np.empty(0)
-        if base_cell is not None and new_cell is not None:
-            base_s = iteration_samples(base, base_id, base_cell["mode"])
-            new_s = iteration_samples(new, new_id, new_cell["mode"])
-        if base_s.size >= 2 and new_s.size >= 2:
-            row.update(_test_pair(base_s, new_s, base_id, options))
+    for base_id, new_id, matched_by in plan.cell_pairs(pairs):
+        row = _cell_row(base, new, b, n, base_id, new_id, matched_by, options)
+        row["label"] = plan.label(base_id, new_id) or row["label"]
+        row.update(plan.interval_columns(base_id, new_id, matched_by))
+        if plan.in_series(base_id, new_id):  # its figures shown, not judged alone
+            broke = _status_verdict(row["base_status"] or None, row["new_status"] or None)
+            if broke == "broke":  # even with timings (an oom judged after its loop)
+                row["verdict"] = broke
+            elif "p_value" in row or row["verdict"] in _ABSENT:
+                row["verdict"] = series.IN_SERIES
+        elif "p_value" in row:
             tested.append(len(rows))
-        else:
-            row["verdict"] = _status_verdict(
-                base_cell.status if base_cell is not None else None,
-                new_cell.status if new_cell is not None else None,
-            )
         rows.append(row)
     p = np.array([rows[i]["p_value"] for i in tested])
     adjusted = _holm(p) if options.correction == "holm" and p.size else p
     for i, p_adj in zip(tested, adjusted):
         rows[i]["p_adjusted"] = float(p_adj)
         rows[i]["verdict"] = _verdict(rows[i], options)
-    # Note [Repetitions]: repeated cells are judged as series (series.py).
-    series.judge_series_pairs(rows, base.series, new.series, options.threshold)
-    columns = [
-        "label",
-        "verdict",
-        "accuracy",
-        "ratio",
-        "change",
-        "ci_low",
-        "ci_high",
-        "p_value",
-        "p_adjusted",
-        "n_base",
-        "n_new",
-        "median_base_s",
-        "median_new_s",
-        "base_status",
-        "new_status",
-        "accuracy_change",
-        "matched_by",
-        "base_cell_id",
-        "new_cell_id",
-    ]
-    return pd.DataFrame(rows).reindex(columns=columns)
+    rows.extend(plan.series_rows(options.threshold))
+    return pd.DataFrame(rows).reindex(columns=REGRESSION_COLUMNS)
+
+
+#: Verdicts of a cell without a partner: a repetition the other file's series has fewer of.
+_ABSENT = ("new cell", "missing in new")
+#: Columns of regression_table.
+REGRESSION_COLUMNS = [
+    "label",
+    "verdict",
+    "accuracy",
+    "ratio",
+    "change",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_adjusted",
+    "n_base",
+    "n_new",
+    "median_base_s",
+    "median_new_s",
+    *series.INTERVAL_COLUMNS,
+    "base_status",
+    "new_status",
+    "accuracy_change",
+    "matched_by",
+    "base_cell_id",
+    "new_cell_id",
+]
+
+
+def _cell_row(base, new, b, n, base_id, new_id, matched_by: str, options: GateOptions) -> dict:
+    """The row of one matched (or unmatched) pair of cells: the test of their iteration
+    samples (_test_pair: `p_value` and the figures, verdict still to judge) when both have
+    two or more, else the status verdict (_status_verdict)."""
+    base_cell = b.loc[base_id] if base_id else None
+    new_cell = n.loc[new_id] if new_id else None
+    any_cell = new_cell if new_cell is not None else base_cell
+    row = {
+        "label": any_cell.label,
+        "base_cell_id": base_id or "",
+        "new_cell_id": new_id or "",
+        "matched_by": matched_by,
+        "base_status": base_cell.status if base_cell is not None else "",
+        "new_status": new_cell.status if new_cell is not None else "",
+        **_accuracy_columns(base_cell, new_cell),
+    }
+    base_s = new_s = np.empty(0)
+    if base_cell is not None and new_cell is not None:
+        base_s = iteration_samples(base, base_id, base_cell["mode"])
+        new_s = iteration_samples(new, new_id, new_cell["mode"])
+    if base_s.size >= 2 and new_s.size >= 2:
+        row.update(_test_pair(base_s, new_s, base_id, options))
+        row["verdict"] = ""
+    else:
+        row["verdict"] = _status_verdict(
+            base_cell.status if base_cell is not None else None,
+            new_cell.status if new_cell is not None else None,
+        )
+    return row
 
 
 def accuracy_lost(table: pd.DataFrame) -> pd.Series:
@@ -382,8 +418,8 @@ def gate_summary(table: pd.DataFrame, options: GateOptions) -> str:
     parts += [
         f"{counts.get(v, 0)} {v}" for v in ("improvement", "within threshold", "not significant")
     ]
-    if counts.get("within noise", 0):  # series pairs (Note [Repetitions])
-        parts.append(f"{counts['within noise']} series within noise")
+    if counts.get(series.WITHIN_NOISE, 0):  # series pairs (Note [Repetitions])
+        parts.append(f"{counts[series.WITHIN_NOISE]} series {series.WITHIN_NOISE}")
     return (
         ("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "
         f"(threshold {options.threshold:.1%}, alpha {options.alpha:g}, "

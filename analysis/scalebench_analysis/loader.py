@@ -25,6 +25,21 @@
   ``slo_batch``), ``memory_per_sample_bytes`` and ``memory_budget_bytes``. These columns
   are always present: NA / NaN in other cells and in older files. ``batch_auto`` is True
   for cells whose spec asks for ``batch_size: auto``.
+  Since layout 1.5 (repetitions, Note [Repetitions]): ``repetition`` (which run of the cell,
+  0-based; 0 in older files), ``repetitions`` (N of the matrix; 1 for a cell that is not
+  repeated), ``series_id`` (the cell id of the cell's repetition 0: a cell's own id when it
+  is not repeated; None for a repetition whose repetition 0 is not in a file without
+  `/series`), and the label ends in `` rep k/N`` (1-based) for a repeated cell. Cells are
+  sorted with their repetitions in order.
+* ``series``: one row per `/series` group (layout 1.5; empty, with these columns, without
+  one): its attributes as stored (``series_id``, ``metric``, ``repetitions``,
+  ``completed``, ``cells`` and ``repetition_median_s`` as lists, ``median_s``,
+  ``median_s_ci_low``/``_high``, ``throughput_samples_per_s``,
+  ``throughput_ci_low``/``_high``, ``spread_rel``, ``disagree`` (bool), ...; series.COLUMNS)
+  and the labelling columns of its repetition-0 cell (``label`` without the repetition,
+  ``branch``, ``experiment``, ``mode``, ``precision``, ``setting``, ``batch_size``,
+  ``world_size``). A damaged group is left out and listed in ``problems`` under its series
+  id.
 * ``probes``: one row per probe of the batch search of every ``batch_size: auto`` cell
   (layout 1.4), in the order run: ``cell_id``, ``probe`` (0, 1, ...), ``batch``,
   ``status`` (``ok``, ``oom``, ``over_budget``), ``median_s``, ``p99_s``,
@@ -821,6 +836,8 @@ def _cells_frame(rows: list[dict]) -> pd.DataFrame:
                 "world_size",
                 "status",
                 "spec",
+                "repetition",
+                "repetitions",
             ]
         )
     for name in (
@@ -854,7 +871,16 @@ def _cells_frame(rows: list[dict]) -> pd.DataFrame:
         for r in cells.itertuples()
     ]
     return cells.sort_values(
-        ["branch", "experiment", "mode", "precision", "setting", "world_size", "batch_size"],
+        [
+            "branch",
+            "experiment",
+            "mode",
+            "precision",
+            "setting",
+            "world_size",
+            "batch_size",
+            "repetition",
+        ],
         kind="stable",
     ).reset_index(drop=True)
 
@@ -888,11 +914,29 @@ def _read_cell(cell_id: str, group: h5py.Group, pool: ThreadPoolExecutor):
 
 
 def read_series_frame(f: h5py.File | None) -> pd.DataFrame:
-    """The `/series` table of Note [Repetitions] (series.py); empty for None or a file
-    without it."""
-    from .series import COLUMNS, read_series
+    """The `/series` table of Note [Repetitions] (series.py) without the labelling columns;
+    empty for None or a file without it."""
+    from .series import COLUMNS, LABEL_COLUMNS, read_series
 
-    return read_series(f) if f is not None else pd.DataFrame(columns=COLUMNS)
+    return read_series(f) if f is not None else pd.DataFrame(columns=COLUMNS + LABEL_COLUMNS)
+
+
+def _with_series(f: h5py.File, cells: pd.DataFrame, problems: dict) -> pd.DataFrame:
+    """The `series` table of Results (one row per readable `/series` group, labelled by
+    its repetition-0 cell: series.attach_labels), and the cells' `series_id` column added
+    to `cells` (series.cell_series_ids). A damaged group is left out and listed in
+    `problems` under its series id."""
+    from . import series as repeated
+
+    try:
+        table, damaged = repeated.read_series_checked(f)
+    except (OSError, KeyError, ValueError, TypeError) as error:
+        table, damaged = read_series_frame(None), {"series": f"/series unreadable: {error}"}
+    for series_id, problem in damaged.items():
+        problems[series_id] = "; ".join(filter(None, (problems.get(series_id), problem)))
+    ids = repeated.cell_series_ids(cells, table) if len(cells) else []
+    cells["series_id"] = pd.Series(ids, index=cells.index, dtype=object)  # None kept
+    return repeated.attach_labels(table, cells)
 
 
 def load(path: str | os.PathLike) -> Results:
@@ -936,12 +980,13 @@ def load(path: str | os.PathLike) -> Results:
             if raw_timings is not None:
                 raw[cell_id] = raw_timings
             rank_rows.extend(ranks)
-        series = read_series_frame(f)
+        cells_table = _cells_frame(rows)
+        series = _with_series(f, cells_table, problems)
     return Results(
         path=path,
         layout_version=version,
         meta=meta,
-        cells=_cells_frame(rows),
+        cells=cells_table,
         timings=_timings_frame(raw),
         rank_metrics=pd.DataFrame(rank_rows),
         raw=raw,

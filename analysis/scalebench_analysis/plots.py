@@ -292,6 +292,65 @@ def regression_forest(analysis: Analysis):
     return fig
 
 
+# --- repeated cells (series.py, Note [Repetitions]) --------------------------------------
+
+
+def repetition_strip(analysis: Analysis):
+    """One row per series (the Repetitions section): each repetition's median as a point,
+    the series median as a bar and its 95 % bootstrap interval as a line, all relative to
+    the series median (so series of any speed share the axis); red: the repetitions
+    disagree. None without series."""
+    table = analysis.sections.get("repetitions")
+    if table is None or table.empty:
+        return None
+    rows = table.iloc[::-1].reset_index(drop=True)
+    with plt.rc_context(_STYLE):
+        fig, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * len(rows)), layout="constrained")
+        ax.axvline(0.0, color="k", linewidth=0.8)
+        ax.axvspan(-5.0, 5.0, color="0.93", label="±5% of the series median")
+        for y, row in rows.iterrows():
+            color = "C3" if row.disagree else "C0"
+            median = row.median_ms
+            points = np.array([m for m in row.repetition_median_ms if np.isfinite(m)])
+            ax.scatter(
+                100 * (points / median - 1),
+                np.full(points.size, y),
+                color=color,
+                alpha=0.7,
+                s=18,
+                zorder=3,
+            )
+            if np.isfinite(row.ci_low_ms) and np.isfinite(row.ci_high_ms):
+                ax.hlines(
+                    y,
+                    100 * (row.ci_low_ms / median - 1),
+                    100 * (row.ci_high_ms / median - 1),
+                    color=color,
+                    linewidth=2.5,
+                    alpha=0.6,
+                )
+            ax.plot([0.0], [y], "|", color="k", markersize=14, zorder=4)
+        labels = [
+            f"{r.label} ({r.reps}, {r.median_ms:.3f} ms)" + (" DISAGREE" if r.disagree else "")
+            for r in rows.itertuples()
+        ]
+        ax.set_yticks(range(len(rows)), labels, fontsize=7)
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.set_xlabel("repetition median / series median - 1 (%); line: 95% bootstrap interval")
+        ax.legend(loc="lower right")
+    return fig
+
+
+#: (key, title, function) of the plot of the report's "Repetitions" section.
+REPETITION_PLOTS = (
+    (
+        "repetitions",
+        "Repetitions: each repetition's median against the series median and its interval",
+        repetition_strip,
+    ),
+)
+
+
 # --- the batch study (batch.py Note [Batch study]): one panel per study -------------------
 
 
@@ -544,13 +603,14 @@ BATCH_PLOTS = (
 
 
 def write_pngs(analysis: Analysis, directory: str) -> list[str]:
-    """Writes every plot of the report (PLOTS, then BATCH_PLOTS) that has something to show
-    as DIRECTORY/<key>.png, creating the directory; returns the paths written."""
+    """Writes every plot of the report (PLOTS, REPETITION_PLOTS, then BATCH_PLOTS) that has
+    something to show as DIRECTORY/<key>.png, creating the directory; returns the paths
+    written."""
     import os
 
     os.makedirs(directory, exist_ok=True)
     written = []
-    for key, _title, function in PLOTS + BATCH_PLOTS:
+    for key, _title, function in PLOTS + REPETITION_PLOTS + BATCH_PLOTS:
         fig = function(analysis)
         if fig is None:
             continue

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import batch, compare
+from . import batch, compare, series
 from .analysis import Analysis
 
 TITLES = {
@@ -54,6 +54,10 @@ _HIDDEN = {
     "host",
     "others_median_busy_s",
     "accuracy_change",
+    "series_id",
+    "repetition",
+    "repetitions",
+    *series.INTERVAL_COLUMNS,
 }
 # these tables have no label column
 _KEEP_IDENTITY = {"scaling", "batch", "ablation", "cumulative", "recommendations", "accuracy"}
@@ -110,8 +114,39 @@ def _format_value(column: str, value) -> str:
     return f"{value:.2f}"
 
 
+def _series_text(frame: pd.DataFrame, side: str) -> list[str]:
+    """Per row of a regression table: "<median> [<low>, <high>] ms" of the `side`'s series
+    (series pair rows, and the repeated side of a single run against a series), "" else."""
+    columns = [f"series_{side}_{name}" for name in ("median_s", "ci_low_s", "ci_high_s")]
+    out = []
+    for median, low, high in zip(*(frame[c] for c in columns)):
+        text = series.interval_text(median * 1e3, low * 1e3, high * 1e3, unit="ms")
+        out.append("" if text == "-" else text)
+    return out
+
+
+def _with_series_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """A regression table with `base series` and `new series` text columns (the series'
+    median and 95 % interval) before `base_status`, when any row has one."""
+    if not set(series.INTERVAL_COLUMNS) <= set(frame.columns):
+        return frame
+    texts = {f"{side} series": _series_text(frame, side) for side in ("base", "new")}
+    if not any(t for values in texts.values() for t in values):
+        return frame
+    frame = frame.copy()
+    at = list(frame.columns).index("base_status") if "base_status" in frame else len(frame.columns)
+    for offset, (name, values) in enumerate(texts.items()):
+        frame.insert(at + offset, name, values)
+    return frame
+
+
 def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with machine-only columns dropped and every value formatted as text."""
+    """`frame` with machine-only columns dropped and every value formatted as text (the
+    Repetitions table: series.display_table)."""
+    if name == "repetitions":
+        return series.display_table(frame)
+    if name == "regressions":
+        frame = _with_series_columns(frame)
     hidden = _HIDDEN - (
         {"branch", "experiment", "mode", "precision", "setting", "batch_size", "world_size"}
         if name in _KEEP_IDENTITY
@@ -159,6 +194,8 @@ def section_notes(analysis: Analysis, name: str, frame: pd.DataFrame) -> list[st
         return _notes(analysis)
     if name == "regressions":
         return compare.accuracy_notes(frame)
+    if name == "repetitions":
+        return series.notes(frame)
     return []
 
 
@@ -193,12 +230,16 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def to_markdown(analysis: Analysis) -> str:
-    """The executive summary of the batch studies (when the file has any: batch.py Note
-    [Batch study]), then every section as a Markdown table."""
+    """The executive summaries of the batch studies (when the file has any: batch.py Note
+    [Batch study]) and of the repeated cells (each series' figures with their intervals),
+    then every section as a Markdown table."""
     parts = [f"# scalebench analysis: `{analysis.results.path}`", ""]
     studies = analysis.batch_studies
     if studies is not None and len(studies):
         parts += ["## Batch size: executive summary", "", batch.executive_summary(studies)]
+    repeated = analysis.sections.get("repetitions")
+    if repeated is not None and len(repeated):
+        parts += ["## Repetitions: executive summary", "", series.executive_summary(repeated)]
     for name, frame in analysis.sections.items():
         parts += [f"## {TITLES.get(name, name)}", ""]
         shown = display_frame(name, frame)

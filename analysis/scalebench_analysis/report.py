@@ -10,7 +10,7 @@ import jinja2
 
 from . import batch, compare
 from .analysis import Analysis
-from .plots import BATCH_PLOTS, PLOTS, figure_png
+from .plots import BATCH_PLOTS, PLOTS, REPETITION_PLOTS, figure_png
 from .render import TITLES, display_frame
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -32,6 +32,7 @@ _TEMPLATE = """<!DOCTYPE html>
  tr.regression td, tr.broke td, tr.accuracy-failed td { background: #fde7e7; }
  tr.improvement td { background: #e6f4ea; }
  tr.untrusted td { color: #888; font-style: italic; }
+ tr.disagree td { background: #fff4e0; }
  img { max-width: 100%; border: 1px solid #eee; } .caption { font-size: 12px; color: #555; }
  ul.notes { font-size: 12px; } .scroll { overflow-x: auto; }
 </style></head>
@@ -48,6 +49,18 @@ _TEMPLATE = """<!DOCTYPE html>
 <img alt="{{ plot.title }}" src="data:image/png;base64,{{ plot.data }}">
 <p class="caption">{{ plot.caption }}</p>
 {% endfor %}
+{% if repetitions %}
+<h2 id="repetitions">Repetitions</h2>
+<p class="caption">{{ repetitions.title }}</p>
+{% for plot in repetitions.plots %}
+<img alt="{{ plot.title }}" src="data:image/png;base64,{{ plot.data }}">
+<p class="caption">{{ plot.caption }}</p>
+{% endfor %}
+{{ repetitions.html | safe }}
+{% if repetitions.notes %}<ul class="notes">
+{% for n in repetitions.notes %}<li>{{ n }}</li>{% endfor %}
+</ul>{% endif %}
+{% endif %}
 {% if studies %}
 <h2 id="batch-size">Batch size</h2>
 {% for study in studies %}
@@ -83,7 +96,15 @@ CAPTIONS = {
     "latency_cdf": "Empirical CDF of the iteration samples: the slowest rank's step per "
     "iteration (train) or every batch latency (inference).",
     "regression_forest": "Median time ratio new / base with its bootstrap confidence interval; "
-    "grey band: the regression threshold.",
+    "grey band: the regression threshold. A repeated cell's row ([series of N]) shows the ratio "
+    "of the medians over the repetitions and the range the two 95% intervals allow (new low / "
+    "base high to new high / base low): it excludes 1 exactly when the intervals do not "
+    "overlap.",
+    "repetitions": "One row per repeated cell: each dot is one repetition's median step "
+    "(train) or batch (inference) time, the black bar the median over the repetitions, the "
+    "line its 95% percentile-bootstrap interval (10000 resamples of the repetitions), all as "
+    "percent of the series median. Red: the repetitions disagree (they span more than 10%): "
+    "the machine changed during the run and the interval understates the uncertainty.",
     "batch_throughput": "One panel per batch study (a batch_size auto cell's probes, or cells "
     "that differ only in batch). Open markers: knee (within 5% of the best), best, recommended; "
     "dashed lines: the largest batch that fit (green) and the smallest that did not (red); x: "
@@ -113,6 +134,8 @@ def _row_classes(name: str, frame) -> list[str]:
         return [f"{v} accuracy-failed" if x else str(v) for v, x in zip(frame.verdict, lost)]
     if name == "accuracy":
         return ["" if v == "passed" else "accuracy-failed" for v in frame.verdict]
+    if name == "repetitions":
+        return ["disagree" if d else "" for d in frame.disagree]
     classes = [""] * len(frame)
     if "trusted" in frame:
         classes = ["" if t is True or t == 1 else "untrusted" for t in frame.trusted]
@@ -157,11 +180,31 @@ def _cards(analysis: Analysis) -> list[dict]:
     if checked is not None:
         n = int((checked.verdict != "passed").sum())
         cards.append({"name": "accuracy failed", "value": n, "kind": "bad" if n else "good"})
+    repeated = analysis.sections.get("repetitions")
+    if repeated is not None:
+        n = int(sum(bool(d) for d in repeated.disagree))
+        cards.append({"name": "series disagree", "value": n, "kind": "bad" if n else "good"})
     table = analysis.sections.get("regressions")
     if table is not None:
         n = int((table.verdict.isin(["regression", "broke"]) | compare.accuracy_lost(table)).sum())
         cards.append({"name": "regressions", "value": n, "kind": "bad" if n else "good"})
     return cards
+
+
+def _repetitions(analysis: Analysis, rendered) -> dict | None:
+    """The report's Repetitions section (None without series): the table's title, the strip
+    plot (plots.repetition_strip), the table and its notes (DISAGREE, incomplete series)."""
+    from .render import section_notes
+
+    frame = analysis.sections.get("repetitions")
+    if frame is None or frame.empty:
+        return None
+    return {
+        "title": TITLES["repetitions"],
+        "plots": rendered(REPETITION_PLOTS),
+        "html": html_table("repetitions", frame),
+        "notes": section_notes(analysis, "repetitions", frame),
+    }
 
 
 def render_html(analysis: Analysis, title: str | None = None) -> str:
@@ -191,7 +234,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
             )
     tables = []
     for name, frame in analysis.sections.items():
-        if name == "overview":
+        if name in ("overview", "repetitions"):  # repetitions: a section of its own
             continue
         tables.append(
             {
@@ -212,6 +255,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         plots=plots,
         studies=studies,
         batch_plots=rendered(BATCH_PLOTS) if studies else [],
+        repetitions=_repetitions(analysis, rendered),
         tables=tables,
         gate=gate,
         path=analysis.results.path,

@@ -4,7 +4,8 @@
 `scalebench run` when set; otherwise a synthetic file is written by make_results.py, which
 writes the layout as the C++ store does (checked against its golden listing) and plants
 what a short quickstart run lacks: two branches, a bf16 setting, oom / failed / skipped
-cells, a straggler, a noisy and a drifting cell. tests/run_all.sh runs the suite on both.
+cells, a straggler, a noisy and a drifting cell, and two repeated cells with their `/series`
+(one whose repetitions disagree). tests/run_all.sh runs the suite on both.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def results_file(tmp_path_factory) -> str:
         if not os.path.isfile(given):
             pytest.fail(f"SCALEBENCH_RESULTS_FILE={given} is not a file")
         return given
-    return make_results.write_results(tmp_path_factory.mktemp("results") / "synthetic.h5")
+    path = tmp_path_factory.mktemp("results") / "synthetic.h5"
+    return make_results.write_results(path, repetitions=True)
 
 
 @pytest.fixture(scope="session")

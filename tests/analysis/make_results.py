@@ -15,6 +15,8 @@ per-rank batch 16 and 32, world sizes 1 and 2, plus a bf16 setting, an oom, a fa
 a skipped cell, one straggler rank, one noisy cell and one cell with warm-up drift. When
 the layout golden has an `accuracy` group (layout 1.3), the ok training cells of 2 ranks
 get a passed one; `add_accuracy` plants a chosen group into any cell of a written file.
+Layout 1.5 repetitions (add_repetitions): a training cell of 5 repetitions that disagree
+(one runs 25 % slower) and an inference cell of 3 that agree, with their `/series` groups.
 
 Run as a script to write a file: python make_results.py out.h5
 """
@@ -787,8 +789,10 @@ def golden_lists_accuracy() -> bool:
     )
 
 
-def write_results(path, seed: int = 20240601) -> str:
-    """Writes the synthetic results file to `path` and returns `path` as str."""
+def write_results(path, seed: int = 20240601, repetitions: bool = False) -> str:
+    """Writes the synthetic results file to `path` and returns `path` as str; with
+    `repetitions`, the repeated cells and `/series` of add_repetitions too (the file under
+    test of conftest.py has them)."""
     rng = np.random.default_rng(seed)
     per_sample = {"main": 0.0010, "feature": 0.00085}
     specs = []
@@ -863,6 +867,8 @@ def write_results(path, seed: int = 20240601) -> str:
             _write_cell(cells, spec, "ok", rng, t, [WARMUP + MEASURED] * search.world, auto=search)
         f.attrs["cell_count"] = np.int64(len(cells))  # layout 1.5
         fix_strings(f)
+    if repetitions:
+        add_repetitions(path)
     return str(path)
 
 
@@ -899,11 +905,32 @@ def series_interval(values, seed: int, resamples: int = 10000, confidence: float
 REPEATED = (("train", 2, 5, (1.0, 1.02, 0.99, 1.25, 1.01)), ("infer", 1, 3, (1.0, 1.03, 0.98)))
 
 
+def repeated_series_ids() -> list[str]:
+    """The series ids add_repetitions writes (the cell ids of the repetitions 0), in
+    REPEATED order."""
+    return [
+        make_spec(
+            "main",
+            mode,
+            16,
+            world,
+            experiment="mlp-repeated-" + mode,
+            samples=16 * world * MEASURED if mode == "infer" else 0,
+            repetitions=repetitions,
+        )["cell_id"]
+        for mode, world, repetitions, _ in REPEATED
+    ]
+
+
 def add_repetitions(path) -> list[str]:
     """Adds two repeated cells (layout 1.5, Note [Repetitions]) to the file at `path`: a
     DDP training cell of 5 repetitions whose 4th runs 25 % slower (its series disagrees) and
     an inference cell of 3 that agree; every repetition a complete cell with its own
-    timings and summary, and the `/series` groups. Returns the series ids."""
+    timings and summary, and the `/series` groups. Returns the series ids. A file that has
+    `/series` already (write_results adds them) is left as it is."""
+    with h5py.File(path, "r") as f:
+        if "series" in f:
+            return repeated_series_ids()
     rng = np.random.default_rng(99)
     series_ids = []
     with h5py.File(path, "r+") as f:
@@ -975,6 +1002,49 @@ def copy_with_slowdown(src, dst, cell_id: str, factor: float) -> str:
         group["timings"][...] = data
         write_summary(group)
     return str(dst)
+
+
+def rewrite_series(path) -> None:
+    """Recomputes every `/series` group of the file at `path` from the repetitions it lists,
+    as the C++ writer does at the end of a run (common/repetition_stats.cc summarize_series):
+    a repetition counts when it is `ok` with a finite summary `median_s`; with fewer than
+    two the intervals are NaN, with none the median and spread too. For tests that change
+    repetitions (their timings, their status) after add_repetitions."""
+    nan = float("nan")
+    with h5py.File(path, "r+") as f:
+        for series_id, group in f["series"].items():
+            ids = json.loads(_text_attr(group, "cells"))
+            medians, throughputs, per_cell = [], [], []
+            for cell_id in ids:
+                cell = f["cells"][cell_id]
+                summary = cell["summary"].attrs if "summary" in cell else {}
+                median = float(summary.get("median_s", nan))
+                if _text_attr(cell, "status") == "ok" and np.isfinite(median):
+                    medians.append(median)
+                    throughputs.append(float(summary.get("throughput_samples_per_s", nan)))
+                    per_cell.append(median)
+                else:
+                    per_cell.append(None)
+            seed = fnv1a64(series_id)
+            low, high = series_interval(medians, seed)
+            t_low, t_high = series_interval(throughputs, seed)
+            median = float(np.median(medians)) if medians else nan
+            spread = (max(medians) - min(medians)) / median if medians else nan
+            a = group.attrs
+            a["completed"] = np.int64(len(medians))
+            a["repetition_median_s"] = json.dumps(per_cell)
+            a["median_s"], a["median_s_ci_low"], a["median_s_ci_high"] = median, low, high
+            finite = [t for t in throughputs if np.isfinite(t)]
+            a["throughput_samples_per_s"] = float(np.median(finite)) if finite else nan
+            a["throughput_ci_low"], a["throughput_ci_high"] = t_low, t_high
+            a["spread_rel"] = spread
+            a["disagree"] = np.int8(bool(spread > 0.10))
+        fix_strings(f)
+
+
+def _text_attr(obj, name: str) -> str:
+    value = obj.attrs[name]
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 if __name__ == "__main__":

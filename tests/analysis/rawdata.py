@@ -5,7 +5,7 @@ schemas/results-layout.md."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
@@ -78,9 +78,26 @@ class RawFile:
     path: str
     root: dict
     cells: dict
+    series: dict = field(default_factory=dict)  # series id -> `/series/<id>` attributes
 
     def ok_cells(self) -> list:
         return [c for c in self.cells.values() if c.ok]
+
+    def series_members(self) -> dict:
+        """series id -> the ids of its repetitions in repetition order, found from the
+        specs alone: the cells with `repetitions` > 1 grouped by their spec without
+        `repetition`; a group's id is the cell id of its repetition 0 (the cell whose spec
+        has no `repetition`), None when that cell is not in the file."""
+        groups = {}
+        for cell in self.cells.values():
+            if int(cell.spec.get("repetitions", 1)) > 1:
+                groups.setdefault(cell.key("repetition"), []).append(cell)
+        out = {}
+        for members in groups.values():
+            members.sort(key=lambda c: int(c.spec.get("repetition", 0)))
+            first = members[0] if "repetition" not in members[0].spec else None
+            out[first.cell_id if first else None] = [c.cell_id for c in members]
+        return out
 
 
 def _text(value):
@@ -109,10 +126,13 @@ def read(path) -> RawFile:
             cells[cell_id] = RawCell(
                 cell_id, attrs, json.loads(attrs["spec"]), timings, phases, warmup, metrics, summary
             )
-    return RawFile(str(path), root, cells)
+        series = {}
+        for series_id, group in f["series"].items() if "series" in f else []:
+            series[series_id] = {k: _text(v) for k, v in group.attrs.items()}
+    return RawFile(str(path), root, cells, series)
 
 
-def _splitmix64_stream(seed: int, count: int) -> np.ndarray:
+def splitmix64_stream(seed: int, count: int) -> np.ndarray:
     """`count` outputs of splitmix64 from `seed`, vectorised: the k-th state is
     seed + k * gamma (mod 2^64), so every output is a function of its index alone."""
     gamma = np.uint64(0x9E3779B97F4A7C15)
@@ -132,9 +152,67 @@ def bootstrap_median_interval(values, seed: int, resamples: int = 10000, confide
     n = values.size
     if n < 2:
         return float("nan"), float("nan")
-    draws = (_splitmix64_stream(seed, resamples * n) % np.uint64(n)).astype(np.int64)
+    draws = (splitmix64_stream(seed, resamples * n) % np.uint64(n)).astype(np.int64)
     medians = np.median(values[draws.reshape(resamples, n)], axis=1)
     tail = (1 - confidence) / 2
     return float(np.percentile(medians, 100 * tail)), float(
         np.percentile(medians, 100 * (1 - tail))
     )
+
+
+def bootstrap_medians(values, seed: int, resamples: int = 10000) -> np.ndarray:
+    """The `resamples` medians of the bootstrap of bootstrap_median_interval (finite
+    values only; at least one): resample b is values[draws[b * n : (b + 1) * n] mod n]."""
+    values = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    n = values.size
+    draws = (splitmix64_stream(seed, resamples * n) % np.uint64(n)).astype(np.int64)
+    return np.median(values[draws.reshape(resamples, n)], axis=1)
+
+
+def fnv1a64(text: str) -> int:
+    """FNV-1a 64 of the UTF-8 bytes of `text` (the series' bootstrap seed)."""
+    value = 0xCBF29CE484222325
+    for byte in text.encode("utf-8"):
+        value = ((value ^ byte) * 0x100000001B3) % 2**64
+    return value
+
+
+def series_reference(raw: RawFile, series_id: str, cell_ids: list) -> dict:
+    """The `/series/<series_id>` figures recomputed from the summaries of its repetitions
+    (`cell_ids`, repetition order) as schemas/results-layout.md defines them: the ok
+    repetitions with a finite summary `median_s` count; median, bootstrap intervals
+    (seed FNV-1a 64 of the series id; the throughput with a fresh stream of the same seed),
+    spread and disagree. NaN where fewer values allow none."""
+    counted = []
+    for cell_id in cell_ids:
+        cell = raw.cells[cell_id]
+        median = float(cell.summary.get("median_s", np.nan))
+        if cell.attrs["status"] == "ok" and np.isfinite(median):
+            counted.append((median, float(cell.summary.get("throughput_samples_per_s", np.nan))))
+    medians = np.array([m for m, _ in counted])
+    rates = np.array([t for _, t in counted])
+    seed = fnv1a64(series_id)
+    low, high = bootstrap_median_interval(medians, seed)
+    t_low, t_high = bootstrap_median_interval(rates, seed)
+    median = float(np.median(medians)) if medians.size else np.nan
+    finite_rates = rates[np.isfinite(rates)]
+    spread = (medians.max() - medians.min()) / median if medians.size else np.nan
+    return {
+        "completed": len(counted),
+        "median_s": median,
+        "median_s_ci_low": low,
+        "median_s_ci_high": high,
+        "throughput_samples_per_s": float(np.median(finite_rates)) if finite_rates.size else np.nan,
+        "throughput_ci_low": t_low,
+        "throughput_ci_high": t_high,
+        "spread_rel": spread,
+        "disagree": bool(spread > 0.10),
+        "bootstrap_seed": seed,
+        "repetition_median_s": [
+            float(raw.cells[c].summary["median_s"])
+            if raw.cells[c].attrs["status"] == "ok"
+            and np.isfinite(raw.cells[c].summary.get("median_s", np.nan))
+            else None
+            for c in cell_ids
+        ],
+    }

@@ -222,7 +222,7 @@ def test_plots_option_writes_every_plot(results_file, tmp_path):
     analysis = sa.analyze(results_file)
     want = sorted(
         f"{key}.png"
-        for key, _title, function in plots.PLOTS + plots.BATCH_PLOTS
+        for key, _title, function in plots.PLOTS + plots.REPETITION_PLOTS + plots.BATCH_PLOTS
         if function(analysis) is not None
     )
     assert written == want
