@@ -35,6 +35,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from .h5text import text
 from .loader import config_key
 
 #: Columns of `Results.series`: the `/series` attributes (`cells` and
@@ -95,34 +96,26 @@ MATCHED_SERIES = "series"
 MATCHED_ONE_SIDE = "one side repeated"
 
 
-def _text(value) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, np.ndarray):
-        return _text(value.item())
-    return str(value)
-
-
 def _series_row(series_id: str, group: h5py.Group) -> dict:
     """One row of COLUMNS from a `/series/<id>` group; ValueError / KeyError / TypeError
     naming what is wrong when it does not follow the layout."""
     a = group.attrs
-    cells = json.loads(_text(a.get("cells", "[]")))
+    cells = json.loads(text(a.get("cells", "[]")))
     if not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
         raise ValueError("attribute 'cells' is not a JSON list of cell ids")
-    medians = json.loads(_text(a.get("repetition_median_s", "[]")))
+    medians = json.loads(text(a.get("repetition_median_s", "[]")))
     if not isinstance(medians, list):
         raise ValueError("attribute 'repetition_median_s' is not a JSON list")
     row = {
         "series_id": series_id,
-        "metric": _text(a.get("metric", "")),
+        "metric": text(a.get("metric", "")),
         "repetitions": int(a.get("repetitions", 0)),
         "completed": int(a.get("completed", 0)),
         "cells": cells,
         "disagree": bool(int(a.get("disagree", 0))),
         "repetition_median_s": [math.nan if m is None else float(m) for m in medians],
         "bootstrap_resamples": int(a.get("bootstrap_resamples", 0)),
-        "bootstrap_seed": _text(a.get("bootstrap_seed", "")),
+        "bootstrap_seed": text(a.get("bootstrap_seed", "")),
     }
     row.update((name, float(a.get(name, math.nan))) for name in _FLOATS)
     return row

@@ -20,9 +20,16 @@ ui.perfetto.dev and chrome://tracing open. Tracks:
   are separate clock reads: a phase may start or end a few nanoseconds outside its
   iteration, which would break the nesting the viewers require on one thread. Durations
   are never altered.
+  Consecutive slices of one thread can still touch: on GPUs the phases run back to back on
+  the stream and `phase_starts` are CUDA event times since the origin in float32
+  milliseconds (about 1 us resolution 10 s after the origin, 8 us after 100 s), so a slice
+  may begin up to that much before the previous one on its thread ends. Such a slice is
+  moved later to where the previous one ends (args `shifted_us`; otherData
+  `start_shifts` has the count and the largest), keeping its duration, since the viewers
+  need the slices of one thread to nest.
 * process 0 "rank 0 (orchestrator)": one slice per cell from its dispatch to the arrival of
   its last result (a lane per concurrently running cell), and thread 100 "writer" with one
-  slice per commit of the results file.
+  slice per commit of the results file (with --cell: the commits while those cells ran).
 
 Time zero is the earliest event exported; `ts` and `dur` are microseconds (floats). Ranks of
 one cell share the origin through a barrier (microseconds apart within a node); cells and
@@ -192,6 +199,29 @@ def worker_events(track: CellTrack, zero: float) -> list[dict]:
     return events
 
 
+def separate_overlaps(events: list[dict]) -> dict:
+    """Moves each complete event of a worker thread (pid != 0) that begins before the
+    previous one on its (pid, tid) ends to that end, keeping its duration; such an event
+    gets args `shifted_us`. Returns {"count": events moved, "max_us": largest move}.
+    Worker threads hold sequences (iterations, phases, one bucket), never nested slices."""
+    lanes: dict[tuple[int, int], list[dict]] = {}
+    for event in events:
+        if event["ph"] == "X" and event["pid"] != ORCHESTRATOR_PID:
+            lanes.setdefault((event["pid"], event["tid"]), []).append(event)
+    count, largest = 0, 0.0
+    for lane in lanes.values():
+        lane.sort(key=lambda e: e["ts"])
+        end = -math.inf
+        for event in lane:
+            if event["ts"] < end:
+                shift = end - event["ts"]
+                event["ts"] = end
+                event["args"]["shifted_us"] = shift
+                count, largest = count + 1, max(largest, shift)
+            end = event["ts"] + event["dur"]
+    return {"count": count, "max_us": largest}
+
+
 def orchestrator_events(tracks: list[CellTrack], commits: list, zero: float) -> list[dict]:
     """Rank 0's cells (dispatch to last result), one lane per concurrent cell, and commits."""
     events = []
@@ -237,15 +267,32 @@ def orchestrator_events(tracks: list[CellTrack], commits: list, zero: float) -> 
 
 
 def _zero(tracks: list[CellTrack], commits: list) -> float:
+    """Unix seconds of the earliest exported event: a rank's first phase or bucket launch,
+    a cell's dispatch, a commit (0 when there is none)."""
     candidates = []
     for t in tracks:
-        finite = t.starts[np.isfinite(t.starts)]
-        if finite.size:
-            candidates.append(float(np.nanmin(t.origins)) + min(0.0, float(finite.min())))
+        for g, origin in enumerate(t.origins):
+            if not math.isfinite(origin):
+                continue
+            firsts = [t.starts[g]] + ([t.buckets[g, ..., 0]] if t.buckets is not None else [])
+            finite = np.concatenate([a[np.isfinite(a)] for a in firsts])
+            if finite.size:
+                candidates.append(float(origin) + float(finite.min()))
         if t.started_at is not None:
             candidates.append(t.started_at)
     candidates += [c[0] for c in commits]
     return min(candidates) if candidates else 0.0
+
+
+def commits_during(commits: list, tracks: list[CellTrack]) -> list:
+    """The commits (`[start, duration, records]`) that overlap some track's dispatch-to-result
+    span: what the writer did while the exported cells ran."""
+    spans = [
+        (t.started_at, t.finished_at)
+        for t in tracks
+        if t.started_at is not None and t.finished_at is not None
+    ]
+    return [c for c in commits if any(c[0] <= end and c[0] + c[1] >= start for start, end in spans)]
 
 
 def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
@@ -266,7 +313,7 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
         cells = f["cells"]
         tracks = []
         if cell_ids:
-            for cell_id in cell_ids:
+            for cell_id in dict.fromkeys(cell_ids):  # each once, in the order given
                 if cell_id not in cells:
                     raise ResultsFileError(f"cell {cell_id} is not in {path}")
                 tracks.append(read_cell(cells[cell_id], cell_id))
@@ -286,6 +333,8 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
                 raise ResultsFileError(f"no cell of {path} has a per-rank timeline (layout 1.5)")
         commits = json.loads(text(f.attrs["commit_log"])) if "commit_log" in f.attrs else []
         version = text(f.attrs.get("scalebench_layout_version", ""))
+    if cell_ids:
+        commits = commits_during(commits, tracks)
     zero = _zero(tracks, commits)
     events = []
     pids = {}
@@ -294,7 +343,8 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
         for g, rank in enumerate(track.ranks):
             host = track.hosts[g] if g < len(track.hosts) else ""
             pids.setdefault(rank, host)
-    events += orchestrator_events(tracks, commits if not cell_ids else [], zero)
+    shifts = separate_overlaps(events)
+    events += orchestrator_events(tracks, commits, zero)
     meta = [_metadata("process_name", ORCHESTRATOR_PID, 0, "rank 0 (orchestrator)")]
     meta.append(
         {"name": "process_sort_index", "ph": "M", "pid": 0, "tid": 0, "args": {"sort_index": 0}}
@@ -325,6 +375,7 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
             "scalebench_layout_version": version,
             "cells": [t.cell_id for t in tracks],
             "time_zero_epoch_s": zero,
+            "start_shifts": shifts,
             "clock": "ranks of a cell share an origin (a barrier); cells and nodes are placed "
             "by the system clock, which agrees across nodes as far as NTP makes it",
         },
