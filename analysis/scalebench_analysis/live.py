@@ -6,12 +6,13 @@ complete and closed between updates. Each refresh opens it afresh, read-only and
 HDF5's file locking, reads the attributes it shows and closes it: the watcher never writes,
 never locks, and never holds the writer up (a rename does not wait for readers).
 
-One refresh shows: the run (matrix, start, hosts), the cells done / running / failed /
+One refresh shows: the run (matrix, start time, hosts), the cells done / running / failed /
 skipped / pending (pending = the root `cell_count` minus the cells in the file; a cell
 enters the file when it is dispatched), the elapsed time and an ETA (elapsed / finished
 cells x cells left: the rate of this run so far), each running cell with its ranks, since
 when it runs and where its timed loop is (`progress_*` attributes, Note [Cell progress]),
-the last finished cells with their median and throughput, and the failures with reasons.
+the last finished cells with their status, median and throughput, and the failures with
+reasons.
 It refreshes every --interval seconds until the root `end_time` is set, prints the final
 state and exits 0. --once prints one refresh. On a terminal the screen is redrawn; otherwise
 refreshes are separated by a blank line.
@@ -67,6 +68,7 @@ class Snapshot:
 
     matrix: str
     start_time: float | None
+    start_text: str
     end_time: str
     hosts: list
     cell_count: int | None
@@ -102,6 +104,7 @@ def read_snapshot(path: Path) -> Snapshot:
         snapshot = Snapshot(
             matrix=text(root.get("matrix_path", "")),
             start_time=epoch_seconds(text(root.get("start_time", ""))),
+            start_text=text(root.get("start_time", "")),
             end_time=text(root.get("end_time", "")),
             hosts=json.loads(text(root.get("hosts", "[]")) or "[]"),
             cell_count=int(root["cell_count"]) if "cell_count" in root else None,
@@ -143,11 +146,22 @@ def eta_seconds(snapshot: Snapshot, now: float) -> float | None:
     return (now - snapshot.start_time) / done * left
 
 
+def _figures(cell: CellState) -> str:
+    """Status, median and throughput ("ok, 12.345 ms, 1234.5 samples/s"); the status alone
+    when the cell has no summary median (failed without results, oom)."""
+    if not np.isfinite(cell.median_s):
+        return cell.status
+    return f"{cell.status}, {cell.median_s * 1e3:.3f} ms, {cell.throughput:.1f} samples/s"
+
+
 def render(snapshot: Snapshot, path: Path, now: float) -> str:
     """One refresh as text."""
     lines = []
     state = "finished" if snapshot.finished else "running"
-    lines.append(f"scalebench watch {path}  ({state}; matrix {snapshot.matrix or '?'})")
+    lines.append(
+        f"scalebench watch {path}  ({state}; matrix {snapshot.matrix or '?'}; "
+        f"started {snapshot.start_text or '?'})"
+    )
     end = epoch_seconds(snapshot.end_time) if snapshot.finished else now
     elapsed = end - snapshot.start_time if snapshot.start_time else None
     hosts = ", ".join(snapshot.hosts)
@@ -177,13 +191,13 @@ def render(snapshot: Snapshot, path: Path, now: float) -> str:
             ranks = ",".join(str(r) for r in c.ranks)
             lines.append(f"  {c.label} [{c.cell_id}] on ranks {ranks} {since}{progress}")
     finished = sorted(
-        (c for c in snapshot.cells if c.finished_at and c.status == "ok"),
+        (c for c in snapshot.cells if c.finished_at and c.status != "running"),
         key=lambda c: c.finished_at,
     )[-LATEST:]
     if finished:
         lines.append("latest:")
         for c in finished:
-            lines.append(f"  {c.label}: {c.median_s * 1e3:.3f} ms, {c.throughput:.1f} samples/s")
+            lines.append(f"  {c.label}: {_figures(c)}")
     failures = [c for c in snapshot.cells if c.status in FAILED]
     if failures:
         lines.append("failed:")
@@ -198,7 +212,7 @@ def _read_retrying(path: Path) -> Snapshot:
     may briefly see neither)."""
     try:
         return read_snapshot(path)
-    except ResultsFileError:
+    except (ResultsFileError, OSError):
         time.sleep(0.2)
         return read_snapshot(path)
 

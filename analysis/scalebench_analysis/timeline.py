@@ -24,9 +24,11 @@ ui.perfetto.dev and chrome://tracing open. Tracks:
   the stream and `phase_starts` are CUDA event times since the origin in float32
   milliseconds (about 1 us resolution 10 s after the origin, 8 us after 100 s), so a slice
   may begin up to that much before the previous one on its thread ends. Such a slice is
-  moved later to where the previous one ends (args `shifted_us`; otherData
-  `start_shifts` has the count and the largest), keeping its duration, since the viewers
-  need the slices of one thread to nest.
+  moved later to where the previous one ends, keeping its duration, since the viewers
+  need the slices of one thread to nest (Perfetto drops overlapping ones); also by the
+  float rounding of the microseconds, to whole nanoseconds as Perfetto reads them. A move
+  of 1 ns or more is in the slice's args `shifted_us`, otherData `start_shifts` has the
+  count and the largest.
 * process 0 "rank 0 (orchestrator)": one slice per cell from its dispatch to the arrival of
   its last result (a lane per concurrently running cell), and thread 100 "writer" with one
   slice per commit of the results file (with --cell: the commits while those cells ran).
@@ -199,26 +201,39 @@ def worker_events(track: CellTrack, zero: float) -> list[dict]:
     return events
 
 
+def viewer_ns(us: float) -> int:
+    """Nanoseconds as Perfetto's JSON importer reads a float microsecond value (it
+    truncates `value * 1000`, for `ts` and `dur` separately)."""
+    return int(us * 1000.0)
+
+
 def separate_overlaps(events: list[dict]) -> dict:
-    """Moves each complete event of a worker thread (pid != 0) that begins before the
-    previous one on its (pid, tid) ends to that end, keeping its duration; such an event
-    gets args `shifted_us`. Returns {"count": events moved, "max_us": largest move}.
-    Worker threads hold sequences (iterations, phases, one bucket), never nested slices."""
+    """Moves each complete event that begins before the previous one on its (pid, tid) ends
+    to that end, keeping its duration, so that the thread's slices also follow each other
+    once a viewer truncates them to whole nanoseconds. Every thread of this trace holds a
+    sequence (iterations, phases, one bucket, one lane of cells, the writer), never nested
+    slices. A move of a nanosecond or more is recorded in the event's args `shifted_us`;
+    returns {"count": such moves, "max_us": the largest move}."""
     lanes: dict[tuple[int, int], list[dict]] = {}
     for event in events:
-        if event["ph"] == "X" and event["pid"] != ORCHESTRATOR_PID:
+        if event["ph"] == "X":
             lanes.setdefault((event["pid"], event["tid"]), []).append(event)
     count, largest = 0, 0.0
     for lane in lanes.values():
         lane.sort(key=lambda e: e["ts"])
-        end = -math.inf
+        end_us, end_ns = -math.inf, -1
         for event in lane:
-            if event["ts"] < end:
-                shift = end - event["ts"]
-                event["ts"] = end
-                event["args"]["shifted_us"] = shift
-                count, largest = count + 1, max(largest, shift)
-            end = event["ts"] + event["dur"]
+            begin = max(event["ts"], end_us)
+            while viewer_ns(begin) < end_ns:  # float rounding at a nanosecond boundary
+                begin = math.nextafter(begin, math.inf)
+            shift = begin - event["ts"]
+            if shift > 0:
+                event["ts"] = begin
+                if shift >= 1e-3:
+                    event["args"]["shifted_us"] = shift
+                    count, largest = count + 1, max(largest, shift)
+            end_us = event["ts"] + event["dur"]
+            end_ns = viewer_ns(event["ts"]) + viewer_ns(event["dur"])
     return {"count": count, "max_us": largest}
 
 
@@ -343,8 +358,8 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
         for g, rank in enumerate(track.ranks):
             host = track.hosts[g] if g < len(track.hosts) else ""
             pids.setdefault(rank, host)
-    shifts = separate_overlaps(events)
     events += orchestrator_events(tracks, commits, zero)
+    shifts = separate_overlaps(events)
     meta = [_metadata("process_name", ORCHESTRATOR_PID, 0, "rank 0 (orchestrator)")]
     meta.append(
         {"name": "process_sort_index", "ph": "M", "pid": 0, "tid": 0, "args": {"sort_index": 0}}

@@ -14,6 +14,8 @@ import time
 import h5py
 import numpy as np
 
+from scalebench_analysis import live
+
 import make_results
 from conftest import run_cli
 
@@ -55,7 +57,8 @@ def test_once_shows_counts_running_cells_progress_and_eta(tmp_path):
         assert f"[{name}] on ranks " in text
     assert "ETA " in text and "ETA ?" not in text
     assert "failed:" in text and "CUDA out of memory" in text  # the planted oom cell
-    assert "latest:" in text and " ms, " in text
+    assert "latest:" in text and ": ok, " in text and " ms, " in text
+    assert "started 2026-01-01T00:00:00Z" in text  # the run's start_time
 
 
 def test_a_finished_run_exits_at_once(tmp_path):
@@ -120,3 +123,17 @@ def test_a_file_that_is_not_a_results_file_is_refused(tmp_path):
     bad.write_text("not hdf5")
     done = run_cli("watch", str(bad), "--once")
     assert done.returncode == 2 and "cannot be read" in done.stderr
+
+
+def test_a_read_in_the_rename_window_is_tried_again(tmp_path, monkeypatch):
+    path = make_results.write_results(tmp_path / "done.h5")
+    real, calls = live.read_snapshot, []
+
+    def flaky(p):
+        calls.append(p)
+        if len(calls) == 1:
+            raise OSError("Stale file handle")
+        return real(p)
+
+    monkeypatch.setattr(live, "read_snapshot", flaky)
+    assert live._read_retrying(path).finished and len(calls) == 2

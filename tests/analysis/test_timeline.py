@@ -37,16 +37,23 @@ def validate_trace_events(trace: dict) -> None:
         assert math.isfinite(event["ts"])
         if event["ph"] == "X":
             assert isinstance(event["dur"], (int, float)) and event["dur"] >= 0, event
-            lanes[(event["pid"], event["tid"])].append((event["ts"], event["ts"] + event["dur"]))
-    tolerance = 1e-3  # microseconds: float rounding of the conversion
+            lanes[(event["pid"], event["tid"])].append((event["ts"], event["dur"]))
     for lane, slices in lanes.items():
-        stack: list[float] = []
-        for begin, end in sorted(slices, key=lambda s: (s[0], -s[1])):
-            while stack and begin >= stack[-1] - tolerance:
-                stack.pop()
-            if stack:
-                assert end <= stack[-1] + tolerance, f"slice [{begin}, {end}] overlaps on {lane}"
-            stack.append(end)
+        _check_nesting(lane, [(ts, ts + dur) for ts, dur in slices], tolerance=1e-3)
+        # As Perfetto imports them: ts and dur each truncated to whole nanoseconds.
+        in_ns = [(int(ts * 1000.0), int(ts * 1000.0) + int(dur * 1000.0)) for ts, dur in slices]
+        _check_nesting(lane, in_ns, tolerance=0)
+
+
+def _check_nesting(lane, slices, tolerance) -> None:
+    """Slices (begin, end) of one thread nest: each lies inside or after the open ones."""
+    stack: list[float] = []
+    for begin, end in sorted(slices, key=lambda s: (s[0], -s[1])):
+        while stack and begin >= stack[-1] - tolerance:
+            stack.pop()
+        if stack:
+            assert end <= stack[-1] + tolerance, f"slice [{begin}, {end}] overlaps on {lane}"
+        stack.append(end)
 
 
 def _two_rank_training_cell(path) -> str:
@@ -121,6 +128,33 @@ def test_the_validator_catches_broken_nesting():
     }
     with pytest.raises(AssertionError, match="overlaps"):
         validate_trace_events(bad)
+    with pytest.raises(AssertionError, match="overlaps"):
+        validate_trace_events({"traceEvents": _touching_in_floats()})
+
+
+def _touching_in_floats() -> list[dict]:
+    """Two slices where the second begins at the float sum of the first's ts and dur; once
+    truncated to nanoseconds as Perfetto reads them, the first ends 1 ns after the second
+    begins (int(ts*1000) + int(dur*1000) > int((ts+dur)*1000) for these values)."""
+    ts, dur = 241779919.612, 3326.952
+    return [
+        {"name": "a", "ph": "X", "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {}},
+        {"name": "b", "ph": "X", "pid": 1, "tid": 1, "ts": ts + dur, "dur": 1.0, "args": {}},
+    ]
+
+
+def test_separating_overlaps_keeps_durations_and_survives_nanosecond_truncation():
+    events = _touching_in_floats() + [
+        {"name": "c", "ph": "X", "pid": 1, "tid": 1, "ts": 241783247.0, "dur": 2.0, "args": {}},
+    ]
+    begin_c = events[1]["ts"] + events[1]["dur"]  # c began 0.564 us before b ended
+    shifts = timeline.separate_overlaps(events)
+    validate_trace_events({"traceEvents": events})
+    assert [e["dur"] for e in events] == [3326.952, 1.0, 2.0]
+    assert events[1]["ts"] - (241779919.612 + 3326.952) < 1e-3  # below a nanosecond
+    assert "shifted_us" not in events[1]["args"]
+    assert events[2]["ts"] >= begin_c and events[2]["args"]["shifted_us"] > 0.5
+    assert shifts["count"] == 1 and shifts["max_us"] == events[2]["args"]["shifted_us"]
 
 
 def test_an_unknown_cell_is_a_clear_error(results_file, tmp_path):
@@ -138,3 +172,64 @@ def test_a_cell_without_a_timeline_names_the_layout(results_file, tmp_path):
     done = run_cli("trace", str(old), "--cell", cell_id, "-o", str(tmp_path / "t.json"))
     assert done.returncode == 2
     assert "has no phase_starts" in done.stderr and "layout 1.5" in done.stderr
+
+
+def _timeline_cells(path) -> list[str]:
+    with h5py.File(path, "r") as f:
+        return [c for c, g in f["cells"].items() if "phase_starts" in g]
+
+
+def test_a_single_cell_trace_starts_at_zero_with_the_commits_of_its_span(results_file):
+    cells = _timeline_cells(results_file)
+    if not cells:
+        pytest.skip("the file has no cell with a timeline (layout < 1.5)")
+    cell_id = cells[-1]  # the latest: far from the run's first commits
+    trace = timeline.build_trace(results_file, [cell_id])
+    timed = [e for e in trace["traceEvents"] if e["ph"] != "M"]
+    assert min(e["ts"] for e in timed) == pytest.approx(0.0, abs=1e-6)
+    spans = [e for e in timed if e.get("cat") == "cell"]
+    for write in (e for e in timed if e.get("cat") == "results"):
+        assert any(
+            write["ts"] <= s["ts"] + s["dur"] and write["ts"] + write["dur"] >= s["ts"]
+            for s in spans
+        ), write
+
+
+def test_a_cell_asked_for_twice_is_exported_once(results_file):
+    cells = _timeline_cells(results_file)
+    if not cells:
+        pytest.skip("the file has no cell with a timeline (layout < 1.5)")
+    once = timeline.build_trace(results_file, [cells[0]])
+    twice = timeline.build_trace(results_file, [cells[0], cells[0]])
+    assert len(twice["traceEvents"]) == len(once["traceEvents"])
+
+
+def test_gpu_clock_rounding_moves_starts_but_keeps_durations(results_file, tmp_path):
+    """On GPUs `phase_starts` are float32 milliseconds since the origin: 100 s into a loop
+    their resolution is ~8 us, so back-to-back phases overlap on the phases thread. The
+    trace moves such starts (never the durations) so that every thread still nests."""
+    cell_id = _two_rank_training_cell(results_file)
+    rounded = tmp_path / "gpu.h5"
+    rounded.write_bytes(open(results_file, "rb").read())
+    with h5py.File(rounded, "r+") as f:
+        group = f["cells"][cell_id]
+        starts = group["phase_starts"][()] + 100.0
+        starts = (starts * 1e3).astype(np.float32).astype(np.float64) / 1e3
+        group["phase_starts"][...] = starts
+        timings = group["timings"][()]
+        phases = json.loads(group["timings"].attrs["phases"])
+        ranks = json.loads(group.attrs["ranks"])
+    inner = len(phases) - 1  # phases before the whole-iteration one run back to back
+    ends = starts[:, :, : inner - 1] + timings[:, :, : inner - 1]
+    assert np.nanmax(ends - starts[:, :, 1:inner]) > 0  # the rounding made overlaps
+    trace = timeline.build_trace(rounded, [cell_id])
+    validate_trace_events(trace)
+    shifts = trace["otherData"]["start_shifts"]
+    ulp_us = float(np.spacing(np.float32(1e5))) * 1e3  # float32 ms at 100 s, in us
+    assert shifts["count"] > 0 and 0 < shifts["max_us"] <= 2 * ulp_us
+    slices = [e for e in trace["traceEvents"] if e.get("cat") in ("warmup", "measured")]
+    assert len(slices) == np.isfinite(timings).sum()
+    for event in slices:
+        g = ranks.index(event["pid"])
+        expected = timings[g, event["args"]["iteration"], phases.index(event["name"])]
+        assert event["dur"] == pytest.approx(expected * 1e6, rel=1e-9)
