@@ -60,18 +60,23 @@ class CudaEventPhaseTimer : public PhaseTimer {
     has_origin_ = true;
   }
 
+  // cudaEventElapsedTime is float32 milliseconds: ~1 us resolution 10 s after the origin.
+  // So each row's anchor (its whole-iteration phase, the last) is taken from the origin, and
+  // the row's other phases from that anchor (a few ms: sub-microsecond), which keeps the
+  // phases of one iteration exactly ordered however long the loop ran.
   std::vector<double> resolve_begins() override {
     c10::cuda::CUDAGuard guard(device_index_);
     std::vector<double> seconds(rows() * phases(), std::numeric_limits<double>::quiet_NaN());
     if (!has_origin_) return seconds;
+    const size_t whole = phases() - 1;
     for (size_t row = 0; row < rows(); ++row) {
+      const bool anchored = begun(row, whole);
+      const double anchor = anchored ? elapsed_s(*origin_, row, whole) : 0.0;
+      cudaEvent_t from = anchored ? events_[slot(row, whole, false)]->get() : origin_->get();
       for (size_t phase = 0; phase < phases(); ++phase) {
         if (!begun(row, phase)) continue;
-        cudaEvent_t begin = events_[slot(row, phase, false)]->get();
-        CUDA_CHECK(cudaEventSynchronize(begin));
-        float milliseconds = 0.0F;
-        CUDA_CHECK(cudaEventElapsedTime(&milliseconds, origin_->get(), begin));
-        seconds[row * phases() + phase] = milliseconds / 1000.0;
+        seconds[row * phases() + phase] =
+            phase == whole ? anchor : anchor + elapsed_between(from, row, phase);
       }
     }
     return seconds;
@@ -84,6 +89,18 @@ class CudaEventPhaseTimer : public PhaseTimer {
   }
 
  private:
+  /// Seconds from `from` to the begin event of (row, phase); waits for that event.
+  double elapsed_between(cudaEvent_t from, size_t row, size_t phase) {
+    cudaEvent_t begin = events_[slot(row, phase, false)]->get();
+    CUDA_CHECK(cudaEventSynchronize(begin));
+    float milliseconds = 0.0F;
+    CUDA_CHECK(cudaEventElapsedTime(&milliseconds, from, begin));
+    return milliseconds / 1000.0;
+  }
+  double elapsed_s(const CudaEvent& from, size_t row, size_t phase) {
+    return elapsed_between(from.get(), row, phase);
+  }
+
   c10::DeviceIndex device_index_;
   std::vector<std::unique_ptr<CudaEvent>> events_;
   std::unique_ptr<CudaEvent> origin_;  ///< created under the device guard, as the others
