@@ -5,11 +5,13 @@
 #include <atomic>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 #include "common/logging.h"
 #include "common/mpi_check.h"
 #include "common/stats.h"
+#include "protocol/cell_progress_reporter.h"
 #include "worker/infer_workload.h"
 #include "worker/memory_stats.h"
 #include "worker/train_workload.h"
@@ -166,8 +168,17 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
   int world_rank = 0;
   MPI_CHECK(MPI_Comm_size(group, &world));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  int group_rank = 0;
+  MPI_CHECK(MPI_Comm_rank(group, &group_rank));
   const bool train = cell.mode == Mode::kTrain;
   outcome = BatchSearchOutcome{};
+  // Note [Cell progress]: a long search reports its probes ("probe b64", measured k of n).
+  CellProgressReporter progress(cell.cell_id, group_rank == 0);
+  std::string probe_stage;
+  const auto report_probe = [&progress, &probe_stage](const char* stage, int64_t done,
+                                                      int64_t total) {
+    if (std::string_view(stage) == "measured") progress.report(probe_stage.c_str(), done, total);
+  };
   outcome.budget_bytes = test_budget_or(
       memory_budget_bytes(cell.memory_limit_mb, device, node_workers, /*for_search=*/true),
       world_rank);
@@ -176,6 +187,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
   while (const auto next = search.next()) {
     outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
     const int64_t batch = *next;
+    probe_stage = "probe b" + std::to_string(batch);
     // Note [Group probes]: a lone step first, so that an OOM never strands a collective.
     if (train && world > 1) {
       const LocalProbe alone = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe&) {
@@ -206,7 +218,8 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       auto workload =
           make_workload(probe_assignment(assignment, batch, cell.probe_iterations), device, group);
       workload->connect();
-      const LoopResult loop = run_timed_loop(*workload, {device, group, deadline});
+      const LoopResult loop =
+          run_timed_loop(*workload, {device, group, deadline, nullptr, report_probe});
       loop_statistics(loop, *workload, probe);
     });
     const GroupOutcome reduced = reduce_probe(local, batch, world, group);

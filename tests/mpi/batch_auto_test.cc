@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <thread>
 
@@ -181,11 +183,20 @@ TEST(BatchAutoRun, ProbesAndFiguresAreStoredAndAForcedOomLetsTheSweepGoOn) {
   }
   root = testing_real::broadcast_from_rank0(root);
   const fs::path out = fs::path(root) / "r.h5";
+  setenv("SCALEBENCH_PROGRESS_INTERVAL", "0.000001", 1);  // Note [Cell progress]: every probe
   const int status =
       testing_real::run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
                                   "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
+  unsetenv("SCALEBENCH_PROGRESS_INTERVAL");
   EXPECT_EQ(status, kExitCellsFailed);  // the forced oom
   if (world_rank() != 0) return;
+  // The batch search reports its probes to rank 0's log (stage "probe b<N>").
+  std::string logs;
+  for (const auto& entry : fs::directory_iterator(fs::path(root) / "logs")) {
+    std::ifstream in(entry.path());
+    logs.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  EXPECT_NE(logs.find(": probe b1 iteration 1 of 2"), std::string::npos);
   const auto cells = read_results_overview(out).at("cells");
   ASSERT_EQ(cells.size(), 4U);
   int searched = 0;
