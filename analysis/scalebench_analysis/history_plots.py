@@ -20,16 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .history import History, Line  # noqa: E402
+from .plots import _STYLE, DPI  # noqa: E402  (the report's look)
 
-DPI = 80
-_STYLE = {
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "font.size": 9,
-    "legend.fontsize": 7,
-}
 _STEP_MARK = {"slower": ("v", "tab:red"), "faster": ("^", "tab:green")}
 #: Tick labels shown at most; with more slots every k-th is labelled.
 _MAX_TICKS = 24
