@@ -119,13 +119,18 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
     }
     shutdown_workers(world_size());
     sink.close();  // every record committed; from here rank 0 uses the store directly
-    // Note [Repetitions]: the series figures from every repetition in the file (earlier
-    // runs' included, on --resume).
-    prepared.store->write_series(series_of_overview(read_results_overview(options.output_path)));
-    prepared.store->set_commit_log(commit_log_json(sink.stats()));
-    prepared.store->set_end_time(iso8601_utc_now());
-    status = final_exit_status(prepared, outcome);
+    // The cells are final: one read serves the series and the table, and the run's last
+    // records are one update (each update copies the whole file, Note [Results durability]).
     const auto overview = read_results_overview(options.output_path);
+    ResultsStore& store = *prepared.store;
+    store.batch([&] {
+      // Note [Repetitions]: the series figures from every repetition in the file (earlier
+      // runs' included, on --resume).
+      store.write_series(series_of_overview(overview));
+      store.set_commit_log(commit_log_json(sink.stats()));
+      store.set_end_time(iso8601_utc_now());
+    });
+    status = final_exit_status(prepared, outcome);
     std::cout << format_summary_table(summary_rows(overview)) << format_series_table(overview)
               << std::flush;
   } catch (const Error& e) {
