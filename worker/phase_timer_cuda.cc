@@ -42,12 +42,8 @@ class CudaEventPhaseTimer : public PhaseTimer {
     for (size_t row = 0; row < rows(); ++row) {
       for (size_t phase = 0; phase < phases(); ++phase) {
         if (!recorded(row, phase)) continue;
-        cudaEvent_t end = events_[slot(row, phase, true)]->get();
-        CUDA_CHECK(cudaEventSynchronize(end));
-        float milliseconds = 0.0F;
-        CUDA_CHECK(
-            cudaEventElapsedTime(&milliseconds, events_[slot(row, phase, false)]->get(), end));
-        seconds[row * phases() + phase] = milliseconds / 1000.0;
+        seconds[row * phases() + phase] =
+            seconds_between(event(row, phase, false), event(row, phase, true));
       }
     }
     return seconds;
@@ -71,12 +67,13 @@ class CudaEventPhaseTimer : public PhaseTimer {
     const size_t whole = phases() - 1;
     for (size_t row = 0; row < rows(); ++row) {
       const bool anchored = begun(row, whole);
-      const double anchor = anchored ? elapsed_s(*origin_, row, whole) : 0.0;
-      cudaEvent_t from = anchored ? events_[slot(row, whole, false)]->get() : origin_->get();
+      const double anchor =
+          anchored ? seconds_between(origin_->get(), event(row, whole, false)) : 0.0;
+      cudaEvent_t from = anchored ? event(row, whole, false) : origin_->get();
       for (size_t phase = 0; phase < phases(); ++phase) {
         if (!begun(row, phase)) continue;
         seconds[row * phases() + phase] =
-            phase == whole ? anchor : anchor + elapsed_between(from, row, phase);
+            phase == whole ? anchor : anchor + seconds_between(from, event(row, phase, false));
       }
     }
     return seconds;
@@ -89,16 +86,15 @@ class CudaEventPhaseTimer : public PhaseTimer {
   }
 
  private:
-  /// Seconds from `from` to the begin event of (row, phase); waits for that event.
-  double elapsed_between(cudaEvent_t from, size_t row, size_t phase) {
-    cudaEvent_t begin = events_[slot(row, phase, false)]->get();
-    CUDA_CHECK(cudaEventSynchronize(begin));
-    float milliseconds = 0.0F;
-    CUDA_CHECK(cudaEventElapsedTime(&milliseconds, from, begin));
-    return milliseconds / 1000.0;
+  [[nodiscard]] cudaEvent_t event(size_t row, size_t phase, bool is_end) const {
+    return events_[slot(row, phase, is_end)]->get();
   }
-  double elapsed_s(const CudaEvent& from, size_t row, size_t phase) {
-    return elapsed_between(from.get(), row, phase);
+  /// Seconds from event `from` to the later event `to`; waits for `to`.
+  static double seconds_between(cudaEvent_t from, cudaEvent_t to) {
+    CUDA_CHECK(cudaEventSynchronize(to));
+    float milliseconds = 0.0F;
+    CUDA_CHECK(cudaEventElapsedTime(&milliseconds, from, to));
+    return milliseconds / 1000.0;
   }
 
   c10::DeviceIndex device_index_;
