@@ -27,11 +27,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from .errors import ResultsFileError, UsageError
-from .h5text import epoch_seconds, text
+from .h5text import epoch_seconds, open_results, text
 from .timeline import cell_label
 
 FAILED = ("failed", "oom", "timeout", "interrupted")
@@ -93,13 +92,7 @@ def _label(attrs) -> str:
 
 def read_snapshot(path: Path) -> Snapshot:
     """The file's committed state. ResultsFileError when it is not a results file."""
-    try:
-        f = h5py.File(path, "r", locking=False)
-    except OSError as error:
-        raise ResultsFileError(f"{path} cannot be read as an HDF5 results file ({error})") from None
-    with f:
-        if "cells" not in f:
-            raise ResultsFileError(f"{path} is not a scalebench results file (no /cells)")
+    with open_results(path) as f:
         root = f.attrs
         snapshot = Snapshot(
             matrix=text(root.get("matrix_path", "")),

@@ -50,7 +50,7 @@ import h5py
 import numpy as np
 
 from .errors import ResultsFileError, UsageError
-from .h5text import epoch_seconds, text
+from .h5text import epoch_seconds, open_results, text
 
 US = 1e6
 ORCHESTRATOR_PID = 0
@@ -318,13 +318,7 @@ def build_trace(path: str | Path, cell_ids: list[str] | None = None) -> dict:
     path = Path(path)
     if not path.exists():
         raise ResultsFileError(f"results file {path} does not exist")
-    try:
-        f = h5py.File(path, "r", locking=False)
-    except OSError as error:
-        raise ResultsFileError(f"{path} is not an HDF5 results file ({error})") from None
-    with f:
-        if "cells" not in f:
-            raise ResultsFileError(f"{path} is not a scalebench results file (no /cells)")
+    with open_results(path) as f:
         cells = f["cells"]
         tracks = []
         if cell_ids:
