@@ -72,12 +72,11 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-import h5py
 import numpy as np
 import pandas as pd
 
 from .errors import ResultsFileError, UsageError
-from .loader import Results, config_key, load, read_root_attributes
+from .loader import Results, config_key, load
 from .quality import iteration_samples, summarised_phase
 
 #: Spec fields left out of a line's key (besides `cell_id` and `source`, which
@@ -237,41 +236,14 @@ def warn(message: str) -> None:
 
 
 def file_series(results: Results) -> dict:
-    """series id -> figures of `/series/<id>` (layout 1.5): the loader's `series` table
-    where this version of loader.load reads one, else read_series."""
-    table = getattr(results, "series", None)
-    if isinstance(table, pd.DataFrame) and {"series_id", "cells"} <= set(table.columns):
-        return {
-            row["series_id"]: row
-            for row in table.to_dict("records")
-            if isinstance(row.get("cells"), list)
-        }
-    return read_series(results.path)
-
-
-def read_series(path: str) -> dict:
-    """series id -> the attributes of `/series/<id>` (layout 1.5; `cells` and
-    `repetition_median_s` parsed from JSON); {} without the group. A group that cannot be
-    read is left out with a warning (its cells' point is then computed from the cells)."""
-    out = {}
-    try:
-        with h5py.File(path, "r") as f:
-            group = f.get("series")
-            if not isinstance(group, h5py.Group):
-                return {}
-            for series_id in group:
-                attrs = read_root_attributes(
-                    group[series_id],
-                    list(group[series_id].attrs),
-                    ("cells", "repetition_median_s"),
-                )
-                if isinstance(attrs.get("cells"), list):
-                    out[series_id] = attrs
-                else:
-                    warn(f"{path}: series {series_id} unreadable, computed from its cells")
-    except (OSError, KeyError, ValueError, TypeError) as error:
-        warn(f"{path}: /series unreadable ({error}), repetitions computed from their cells")
-    return out
+    """series id -> its row of the loader's `series` table (the `/series` groups of layout
+    1.5; empty without them; a damaged group is left out by the loader, listed in
+    `problems`, and its cells' point computed from the cells)."""
+    return {
+        row["series_id"]: row
+        for row in results.series.to_dict("records")
+        if isinstance(row.get("cells"), list)
+    }
 
 
 def load_runs(paths: list) -> tuple[list, list]:

@@ -304,8 +304,8 @@ def test_repetitions_collapse_into_one_point(tmp_path):
         assert first.disagree == bool(figures["disagree"])
         assert last.interval == "repetitions" and last.value == figures["median_s"]
         assert last.ci_low <= last.value <= last.ci_high
-    # The loader's /series table (where it has one) and history's own reader agree.
-    own = history.read_series(paths[0])
+    # The series figures history takes from the loader agree with the file.
+    own = history.file_series(load(paths[0]))
     assert set(own) == set(series_ids)
     for sid, figures in own.items():
         assert figures["median_s"] == stored[sid]["median_s"]
