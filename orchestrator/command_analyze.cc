@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/build_info.h"
@@ -60,7 +61,8 @@ int run_and_wait(const std::vector<std::string>& argv) {
 
 void add_forwarding_command(CLI::App& app, int& exit_status, const std::string& name,
                             const std::string& description) {
-  auto* command = app.add_subcommand(name, description);
+  auto* command = app.add_subcommand(
+      name, description + " (python -m scalebench_analysis " + name + " --help)");
   // Everything after the subcommand's name, --help included, belongs to Python's parser.
   command->prefix_command();
   command->allow_extras();
@@ -75,24 +77,18 @@ void add_forwarding_command(CLI::App& app, int& exit_status, const std::string& 
 }  // namespace
 
 void add_analyze_commands(CLI::App& app, int& exit_status) {
-  add_forwarding_command(app, exit_status, "analyze",
-                         "Tables of a results file: scaling, batch size, stragglers, speedups "
-                         "(python -m scalebench_analysis analyze --help)");
-  add_forwarding_command(app, exit_status, "compare",
-                         "Regression gate between two results files; exit 1 on a significant "
-                         "regression (python -m scalebench_analysis compare --help)");
-  add_forwarding_command(app, exit_status, "report",
-                         "Self-contained HTML report with plots "
-                         "(python -m scalebench_analysis report --help)");
-  add_forwarding_command(app, exit_status, "trace",
-                         "Per-rank timeline of a cell or a run as a Chrome/Perfetto trace "
-                         "(python -m scalebench_analysis trace --help)");
-  add_forwarding_command(app, exit_status, "watch",
-                         "Follow a running sweep from another terminal until it ends "
-                         "(python -m scalebench_analysis watch --help)");
-  add_forwarding_command(app, exit_status, "history",
-                         "Trend of the same cells across many results files, steps beyond "
-                         "noise flagged (python -m scalebench_analysis history --help)");
+  // Each is `python -m scalebench_analysis <name>`; the help line says so.
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"analyze", "Tables of a results file: scaling, batch size, stragglers, speedups"},
+      {"compare", "Regression gate between two results files; exit 1 on a significant regression"},
+      {"report", "Self-contained HTML report with plots"},
+      {"trace", "Per-rank timeline of a cell or a run as a Chrome/Perfetto trace"},
+      {"watch", "Follow a running sweep from another terminal until it ends"},
+      {"history", "Trend of the same cells across many results files, steps beyond noise flagged"},
+  };
+  for (const auto& [name, description] : commands) {
+    add_forwarding_command(app, exit_status, name, description);
+  }
 }
 
 }  // namespace scalebench
