@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "analysis"))
 
 import scalebench_analysis as sa  # noqa: E402
-from scalebench_analysis import plots  # noqa: E402
+from scalebench_analysis.output import figures, plots  # noqa: E402
 
 import make_results  # noqa: E402
 
@@ -27,7 +27,7 @@ def main() -> None:
         analysis = sa.analyze(loaded, sa.AnalysisOptions(baseline_file=base))
         for key, _, function in plots.PLOTS:
             fig = function(analysis)
-            data = plots.figure_png(fig)
+            data = figures.figure_png(fig)
             (out / f"analysis-{key}.png").write_bytes(data)
             print(f"{out / f'analysis-{key}.png'}: {len(data) // 1024} KiB")
 

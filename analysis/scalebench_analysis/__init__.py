@@ -4,14 +4,20 @@
 >>> results = sa.load("results.h5")       # results.cells, results.timings, ...
 >>> analysis = sa.analyze(results)        # analysis.sections["scaling"], ...
 >>> probe = sa.load_probe("probe.h5")     # probe.rows: a `scalebench probe -o` file
+
+Subpackages, each importing only from those before it: read/ (results files into tables:
+`read.loader.load`), tables/ (the analyses: `tables.analysis.analyze`), output/ (renderings,
+plots, the report, trace and watch), history/ (`scalebench history`); cli.py, the command
+table, on top; errors.py and arguments.py below all of them.
 """
 
-from .analysis import Analysis, AnalysisOptions, analyze
-from .compare import GateOptions, regression_table, speedup_between_files, speedup_in_file
 from .errors import AnalysisError, ProbeFileError, ResultsFileError, UsageError
-from .loader import LAYOUT_1_0_THRESHOLDS, SUPPORTED_LAYOUT_MAJOR, Results, load
-from .probe import Probe, is_probe_file, load_probe
-from .quality import QualityOptions, straggler_table, trust_table
+from .read.cells import LAYOUT_1_0_THRESHOLDS
+from .read.loader import SUPPORTED_LAYOUT_MAJOR, Results, load
+from .tables.analysis import Analysis, AnalysisOptions, analyze
+from .tables.compare import GateOptions, regression_table, speedup_between_files, speedup_in_file
+from .tables.probe import Probe, is_probe_file, load_probe
+from .tables.quality import QualityOptions, straggler_table, trust_table
 
 __version__ = "0.1.0"
 __all__ = [

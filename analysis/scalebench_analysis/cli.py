@@ -12,44 +12,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, history, live, probe, quality, timeline
-from .analysis import Analysis, AnalysisOptions, analyze
+from .arguments import fraction, positive_float
 from .errors import AnalysisError, UsageError
-from .loader import load
+from .history import command as history_command
+from .output import live, probe_render, timeline
+from .output.render import render
+from .read.loader import load
+from .tables import compare, probe, quality
+from .tables.analysis import Analysis, AnalysisOptions, analyze
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 #: A probe file with a WRONG check: the same status as a failed regression gate.
 EXIT_PROBE_WRONG = EXIT_REGRESSION
 FORMATS = ("table", "csv", "json", "markdown")
-
-
-def fraction(text: str) -> float:
-    """'5%' -> 0.05, '0.05' -> 0.05. A bare number must be below 1 (write 5% for five percent)."""
-    raw = text.strip()
-    try:
-        if raw.endswith("%"):
-            value = float(raw[:-1]) / 100.0
-        else:
-            value = float(raw)
-            if value >= 1.0:
-                raise argparse.ArgumentTypeError(
-                    f"{text!r} is ambiguous: write a percentage ({raw}%) or a fraction below 1"
-                )
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage like 5% or 0.05") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return value
 
 
 def _add_output(parser: argparse.ArgumentParser) -> None:
@@ -141,7 +116,7 @@ def _add_baselines(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--slo-p99-ms",
-        type=_positive_float,
+        type=positive_float,
         metavar="MS",
         help="latency SLO: report the largest batch whose p99 latency meets it",
     )
@@ -182,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate(r)
     timeline.add_parser(sub)
     live.add_parser(sub)
-    history.add_parser(sub)
+    history_command.add_parser(sub)
     return parser
 
 
@@ -289,22 +264,21 @@ def run_analyze_probe(args) -> int:
     check failed; the check line also goes to stderr when the output is a file, CSV or JSON)."""
     _refuse_results_options(args)
     loaded = probe.load_probe(args.results)
-    _write(probe.render_probe(loaded, args.format, args.table), args.output)
+    _write(probe_render.render_probe(loaded, args.format, args.table), args.output)
     if args.output or args.format in ("csv", "json"):
         print(probe.check_line(loaded), file=sys.stderr)
     return _probe_status(loaded)
 
 
 def run_analyze(args) -> int:
-    from .render import render
-
     if probe.is_probe_file(args.results):
         return run_analyze_probe(args)
     analysis = analyze(args.results, _options(args))
     _warn_damaged("analyze", analysis.results, analysis.baseline)
     _write(render(analysis, args.format, args.table or "cells"), args.output)
     if args.plots:
-        from .plots import write_pngs
+        # matplotlib is imported by the commands that draw only (plots.py, report.py).
+        from .output.plots import write_pngs
 
         written = write_pngs(analysis, args.plots)
         print(f"wrote {len(written)} plots to {args.plots}", file=sys.stderr)
@@ -312,8 +286,6 @@ def run_analyze(args) -> int:
 
 
 def run_compare(args) -> int:
-    from .render import render
-
     options = _options(args)
     base, new = load(args.base), load(args.new)
     _warn_damaged("compare", base, new)
@@ -330,12 +302,12 @@ def run_compare(args) -> int:
 
 
 def run_report(args) -> int:
-    from .report import write_report
+    from .output.report import write_report  # matplotlib: see run_analyze
 
     if probe.is_probe_file(args.results):
         _refuse_results_options(args)
         loaded = probe.load_probe(args.results)
-        _write(probe.probe_html(loaded, args.title), args.output)
+        _write(probe_render.probe_html(loaded, args.title), args.output)
         print(f"wrote {args.output}", file=sys.stderr)
         print(probe.check_line(loaded), file=sys.stderr)
         return _probe_status(loaded)
@@ -355,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         "report": run_report,
         "trace": timeline.run,
         "watch": live.run,
-        "history": history.run,
+        "history": history_command.run,
     }
     try:
         return handlers[args.command](args)

@@ -6,6 +6,10 @@ writes the layout as the C++ store does (checked against its golden listing) and
 what a short quickstart run lacks: two branches, a bf16 setting, oom / failed / skipped
 cells, a straggler, a noisy and a drifting cell, and two repeated cells with their `/series`
 (one whose repetitions disagree). tests/run_all.sh runs the suite on both.
+
+Each test runs once per file it reads, and once only if it reads none: with a real file
+given, the run is limited to the tests that use a fixture of that file (FILE_FIXTURES);
+the run on the synthetic file runs every test.
 """
 
 from __future__ import annotations
@@ -24,6 +28,26 @@ sys.path.insert(0, str(HERE))
 
 import make_results  # noqa: E402
 import rawdata  # noqa: E402
+
+# The environment variable naming a real file -> the fixtures whose value depends on it.
+FILE_FIXTURES = {
+    "SCALEBENCH_RESULTS_FILE": {"results_file", "raw", "synthetic"},
+    "SCALEBENCH_REPETITIONS_FILE": {"repeated_file"},  # test_series.py
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """With real files given, deselects the tests that read none of them: they do not
+    depend on the file and run in the synthetic run (tests/run_all.sh)."""
+    given = set().union(*(names for var, names in FILE_FIXTURES.items() if os.environ.get(var)))
+    if not given:
+        return
+    keep, dropped = [], []
+    for item in items:
+        (keep if given & set(getattr(item, "fixturenames", ())) else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import scalebench_analysis as sa
-from scalebench_analysis.report import render_html
+from scalebench_analysis.output.report import render_html
+from scalebench_analysis.tables import compare
 
 import make_results as mr
 from conftest import run_cli
@@ -166,7 +167,7 @@ def test_layout_1_2_file_without_accuracy_loads_as_before(plain_file, accuracy_f
     table = sa.regression_table(plain, plain, sa.GateOptions())
     assert set(table["accuracy"]) == {"not checked"}
     assert set(table["accuracy_change"]) == {""}
-    assert not sa.compare.gate_failed(table)
+    assert not compare.gate_failed(table)
 
 
 def test_accuracy_column_of_the_cells_table(accuracy_file):

@@ -1,4 +1,4 @@
-"""The batch study (batch.py Note [Batch study]): probes of `batch_size: auto` cells
+"""The batch study (tables/batch.py Note [Batch study]): probes of `batch_size: auto` cells
 (layout 1.4) and listed-batch groups, their figures, the executive summary, the plots.
 
 The synthetic file plants two auto cells (make_results.plateau_search and
@@ -13,7 +13,9 @@ import pandas as pd
 import pytest
 
 import scalebench_analysis as sa
-from scalebench_analysis import batch, plots
+from scalebench_analysis.output import plots
+from scalebench_analysis.read.cells import BATCH_FIGURES
+from scalebench_analysis.tables import batch
 
 from conftest import run_cli
 
@@ -68,12 +70,12 @@ def test_probes_match_the_file(results_file, raw):
 
 def test_batch_columns_of_the_cells_table(results_file, raw):
     cells = sa.load(results_file).cells.set_index("cell_id")
-    for name in sa.loader.BATCH_FIGURES:
+    for name in BATCH_FIGURES:
         assert cells[name].dtype == "Int64"
     for cell_id, cell in raw.cells.items():
         row = cells.loc[cell_id]
         assert row.batch_auto == (cell.spec["batch_size"] == 0)
-        for name in sa.loader.BATCH_FIGURES:
+        for name in BATCH_FIGURES:
             if name in cell.summary:
                 assert row[name] == cell.summary[name]
             else:
@@ -91,7 +93,7 @@ def test_file_figures_planted(analysis, planted):
     for name, figures in want.items():
         study = _study(analysis, name)
         assert study.kind == "auto"
-        assert tuple(study[list(sa.loader.BATCH_FIGURES)]) == figures
+        assert tuple(study[list(BATCH_FIGURES)]) == figures
     assert _study(analysis, PLATEAU).batches == "1,2,4,8,16,32,64,128,96,112,104,108,110,109"
     assert _study(analysis, MEMORY_BOUND).memory_budget_mib == 1024.0
     assert _study(analysis, PLATEAU).memory_per_sample_mib == pytest.approx(4.5)

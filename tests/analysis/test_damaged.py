@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import scalebench_analysis as sa
+from scalebench_analysis.read.decoding import decode
 
 from conftest import run_cli
 
@@ -15,7 +16,7 @@ from conftest import run_cli
 def _first_ok_cell(path) -> str:
     with h5py.File(path, "r") as f:
         for cell_id, group in f["cells"].items():
-            if sa.loader._decode(group.attrs["status"]) == "ok" and "timings" in group:
+            if decode(group.attrs["status"]) == "ok" and "timings" in group:
                 return cell_id
     raise AssertionError("no ok cell with timings")
 

@@ -1,6 +1,7 @@
-"""`scalebench history` (history.py, history_plots.py): a step planted in one cell of a series
-of synthetic runs is flagged at that run and nowhere else; order, metrics, repetitions,
-formats, the HTML page and PNGs, directories and files that are not results files."""
+"""`scalebench history` (analysis/scalebench_analysis/history/): a step planted in one cell
+of a series of synthetic runs is flagged at that run and nowhere else; order, metrics,
+repetitions, formats, the HTML page and PNGs, directories and files that are not results
+files."""
 
 from __future__ import annotations
 
@@ -11,8 +12,14 @@ import h5py
 import numpy as np
 import pytest
 
-from scalebench_analysis import history
-from scalebench_analysis.loader import load
+from scalebench_analysis.history.lines import file_series, history
+from scalebench_analysis.history.model import EXIT_STEP, HistoryOptions, line_key
+from scalebench_analysis.history.statistics import (
+    bootstrap_medians,
+    intervals_apart,
+    within_run_interval,
+)
+from scalebench_analysis.read.loader import load
 
 import make_results
 from conftest import run_cli
@@ -71,7 +78,7 @@ def _changes(line) -> list:
 
 def test_the_planted_step_is_flagged_at_its_run_and_nowhere_else(runs):
     given = [runs[3], runs[0], runs[4], runs[1], runs[2]]  # out of order
-    hist = history.history(given)
+    hist = history(given)
     flagged = [line for line in hist.lines if line.steps]
     assert [line.label for line in flagged] == [TARGET]
     (step,) = flagged[0].steps
@@ -79,7 +86,7 @@ def test_the_planted_step_is_flagged_at_its_run_and_nowhere_else(runs):
     assert step.direction == "slower"
     assert (points[step.before].file, points[step.after].file) == (runs[2], runs[3])
     assert step.change == pytest.approx(0.25, abs=0.03)
-    assert history.intervals_apart(points[step.before], points[step.after])
+    assert intervals_apart(points[step.before], points[step.after])
     for line in hist.lines:  # ordered by date although given out of order
         assert [p.file for p in line.points] == runs
         for p in line.points:
@@ -89,7 +96,7 @@ def test_the_planted_step_is_flagged_at_its_run_and_nowhere_else(runs):
 def test_the_synthetic_noise_stays_within_the_threshold(runs):
     """Between runs of independent noise every quiet cell moves less than the 5 % threshold;
     the noisy cell may move more, and its intervals then overlap: nothing is flagged."""
-    hist = history.history(runs)
+    hist = history(runs)
     for line in hist.lines:
         changes = _changes(line)
         if line.label == TARGET:
@@ -100,11 +107,11 @@ def test_the_synthetic_noise_stays_within_the_threshold(runs):
             assert not line.steps
             for a, b in zip(line.points, line.points[1:]):
                 if abs(b.value / a.value - 1) > hist.options.threshold:
-                    assert not history.intervals_apart(a, b)
+                    assert not intervals_apart(a, b)
 
 
 def test_throughput_sees_the_same_step_as_slower(runs):
-    hist = history.history(runs, history.HistoryOptions(metric="throughput"))
+    hist = history(runs, HistoryOptions(metric="throughput"))
     flagged = [(line.label, s.direction) for line in hist.lines for s in line.steps]
     assert flagged == [(TARGET, "slower")]
     for line in hist.lines:
@@ -119,25 +126,25 @@ def test_commit_date_orders_before_start_time(runs, tmp_path):
     shutil.copyfile(runs[1], new)
     _stamp(old, "2026-03-02T00:00:00Z", commit_date="2026-01-01T00:00:00+00:00")
     _stamp(new, "2026-03-01T00:00:00Z", commit_date="2026-02-01T00:00:00+00:00")
-    line = history.history([str(new), str(old)]).lines[0]
+    line = history([str(new), str(old)]).lines[0]
     assert [p.file for p in line.points] == [str(old), str(new)]
     assert line.points[0].when == "2026-01-01T00:00:00+00:00"
     _stamp(old, "2026-03-02T00:00:00Z", commit_date="")  # no commit date: the run's start
-    line = history.history([str(new), str(old)]).lines[0]
+    line = history([str(new), str(old)]).lines[0]
     assert [p.file for p in line.points] == [str(new), str(old)]
     assert line.points[1].when == "2026-03-02T00:00:00Z"
 
 
 def test_order_file_and_commit_labels(runs):
     backwards = list(reversed(runs))
-    hist = history.history(backwards, history.HistoryOptions(order="file"))
+    hist = history(backwards, HistoryOptions(order="file"))
     target = next(line for line in hist.lines if line.label == TARGET)
     assert [p.file for p in target.points] == backwards
     assert [p.label for p in target.points] == ["run4", "run3", "run2", "run1", "run0"]
     ((step),) = target.steps  # seen backwards, the step is a speed-up from run3 to run2
     assert step.direction == "faster"
     assert (target.points[step.before].label, target.points[step.after].label) == ("run3", "run2")
-    hist = history.history(backwards, history.HistoryOptions(order="commit"))
+    hist = history(backwards, HistoryOptions(order="commit"))
     assert [p.label for p in hist.lines[0].points] == ["1111111", "2222222", "3333333"] + [
         "4444444",
         "5555555",
@@ -149,7 +156,7 @@ def test_text_markdown_and_fail_on_step(runs):
     row = next(line for line in done.stdout.splitlines() if line.startswith(TARGET + " "))
     assert "slower +" in row and "(run2 -> run3)" in row
     assert "1 slower step(s), 0 faster step(s)" in done.stdout
-    run_cli("history", *runs, "--fail-on-step", check_rc=history.EXIT_STEP)
+    run_cli("history", *runs, "--fail-on-step", check_rc=EXIT_STEP)
     run_cli("history", *runs[:3], "--fail-on-step", check_rc=0)
     markdown = run_cli("history", *runs, "--format", "markdown", check_rc=0).stdout
     assert markdown.startswith("| line | n | first | last | change | steps | trend |")
@@ -226,7 +233,7 @@ def test_json_keys(runs):
 def test_html_page_and_plots(runs, tmp_path):
     page, plots = tmp_path / "history.html", tmp_path / "plots"
     run_cli("history", *runs, "--html", str(page), "--plots", str(plots), check_rc=0)
-    experiments = {line.spec["experiment"] for line in history.history(runs).lines}
+    experiments = {line.spec["experiment"] for line in history(runs).lines}
     text = page.read_text()
     assert text.count("<img") == len(experiments) == 4
     assert "<script" not in text and "http" not in text.split("</style>")[1]
@@ -282,7 +289,7 @@ def test_repetitions_collapse_into_one_point(tmp_path):
         paths.append(str(path))
     with h5py.File(paths[2], "r+") as f:  # the last run lacks /series: computed from its cells
         del f["series"]
-    hist = history.history(paths)
+    hist = history(paths)
     repeated = {
         ln.spec["experiment"]: ln for ln in hist.lines if "repeated" in ln.spec["experiment"]
     }
@@ -305,7 +312,7 @@ def test_repetitions_collapse_into_one_point(tmp_path):
         assert last.interval == "repetitions" and last.value == figures["median_s"]
         assert last.ci_low <= last.value <= last.ci_high
     # The series figures history takes from the loader agree with the file.
-    own = history.file_series(load(paths[0]))
+    own = file_series(load(paths[0]))
     assert set(own) == set(series_ids)
     for sid, figures in own.items():
         assert figures["median_s"] == stored[sid]["median_s"]
@@ -316,7 +323,7 @@ def test_line_key_leaves_out_what_changes_over_history():
     spec = make_results.make_spec("main", "train", 16, 2)
     same = dict(spec, commit="f" * 40, seed=9, timeout_s=1.0, repetition=2, repetitions=3)
     same.update(source="other.yaml:9", cell_id="0" * 16, label_settings=["tf32"])
-    assert history.line_key(same) == history.line_key(spec)
+    assert line_key(same) == line_key(spec)
     for other in (
         dict(spec, branch="feature"),
         dict(spec, precision="bf16"),
@@ -324,18 +331,18 @@ def test_line_key_leaves_out_what_changes_over_history():
         dict(spec, tf32=True),
         dict(spec, optimizer=dict(spec["optimizer"], lr=0.1)),
     ):
-        assert history.line_key(other) != history.line_key(spec)
+        assert line_key(other) != line_key(spec)
 
 
 def test_within_run_interval_is_a_seeded_bootstrap_of_the_median(runs):
     results = load(runs[0])
-    options = history.HistoryOptions()
+    options = HistoryOptions()
     for _, cell in results.cells[results.cells.status == "ok"].iterrows():
-        low, high = history.within_run_interval(results, cell, options)
+        low, high = within_run_interval(results, cell, options)
         assert low <= cell.median_s <= high and low >= cell.min_s and high <= cell.max_s
-        assert history.within_run_interval(results, cell, options) == (low, high)
+        assert within_run_interval(results, cell, options) == (low, high)
     values = np.array([1.0, 2.0, 3.0, 4.0, 100.0])
-    medians = history.bootstrap_medians(values, 500, np.random.default_rng(0))
+    medians = bootstrap_medians(values, 500, np.random.default_rng(0))
     assert medians.shape == (500,) and set(medians) <= set(values)
 
 
@@ -355,7 +362,7 @@ def test_three_copies_of_the_file_under_test_show_no_step(results_file, tmp_path
         json.dumps({k: v for k, v in spec.items() if k not in bookkeeping}, sort_keys=True)
         for spec in ok.spec
     }
-    hist = history.history(copies)
+    hist = history(copies)
     assert len(hist.lines) == len(expected) > 0
     assert all(len(line.points) == 3 and not line.steps for line in hist.lines)
     done = run_cli("history", *copies, check_rc=0)

@@ -1,4 +1,4 @@
-"""`scalebench watch` (analysis/scalebench_analysis/live.py) on files in the states a running
+"""`scalebench watch` (analysis/scalebench_analysis/output/live.py) on files in the states a running
 sweep leaves them: it shows the counts, the running cells with their progress and an ETA,
 exits when the run ends, follows a file that is replaced while it watches, and never
 changes the file."""
@@ -14,7 +14,7 @@ import time
 import h5py
 import numpy as np
 
-from scalebench_analysis import live
+from scalebench_analysis.output import live
 
 import make_results
 from conftest import run_cli

@@ -10,8 +10,8 @@ import pytest
 from h5py import h5a, h5s, h5t
 
 import scalebench_analysis as sa
-from scalebench_analysis import loader
-from scalebench_analysis.loader import _attribute, _attributes, _decode
+from scalebench_analysis.read import timings as read_timings
+from scalebench_analysis.read.decoding import attribute, attributes, decode, one_line
 
 import rawdata
 from conftest import run_cli
@@ -112,7 +112,7 @@ def test_timings_long_table_with_nan_holes_and_empty_parts(results_file, tmp_pat
         data[0, 1, 2] = data[-1, -1, -1] = np.nan
         data[:, :, 0] = np.nan
         holes[...] = data
-        phases = json.loads(_decode(holes.attrs["phases"]))
+        phases = json.loads(decode(holes.attrs["phases"]))
         holes.attrs["phases"] = json.dumps(["only_in_this_cell"] + phases[1:])
         empty[...] = np.full(empty.shape, np.nan)
         empty_id = empty.parent.name.rsplit("/", 1)[-1]
@@ -145,7 +145,7 @@ def _fixed_string_type(size: int, pad, cset=h5t.CSET_UTF8):
 @pytest.mark.parametrize("track_order", [False, True])
 def test_attribute_fast_path_reads_what_h5py_reads(tmp_path, track_order, monkeypatch):
     """Note [Attribute fast path]: every kind of attribute, read the fast way or not, gives
-    `_decode(attrs[name])`, in the order of `attrs`."""
+    `decode(attrs[name])`, in the order of `attrs`."""
     with h5py.File(tmp_path / "attrs.h5", "w", track_order=track_order) as f:
         a = f.create_group("g").attrs
         a["i8"], a["i16"], a["i64"] = np.int8(-3), np.int16(-300), np.int64(-(2**62))
@@ -179,8 +179,8 @@ def test_attribute_fast_path_reads_what_h5py_reads(tmp_path, track_order, monkey
             _fixed_string_type(3, h5t.STR_NULLTERM, h5t.CSET_ASCII),
             np.array(b"ok\0", dtype="S3"),
         )
-        expected = {name: _decode(value) for name, value in group.attrs.items()}
-        got = dict(_attributes(group))
+        expected = {name: decode(value) for name, value in group.attrs.items()}
+        got = dict(attributes(group))
         assert list(got) == list(expected) == list(group.attrs)
         for name, value in expected.items():
             assert type(got[name]) is type(value), name
@@ -190,7 +190,7 @@ def test_attribute_fast_path_reads_what_h5py_reads(tmp_path, track_order, monkey
                 assert np.isnan(got[name]), name
             else:
                 assert got[name] == value, name
-            assert type(_attribute(group, name)) is type(value), name
+            assert type(attribute(group, name)) is type(value), name
         assert got["nullterm_after_nul"] == "ab" and got["nullpad_inner_nul"] == "a\0b"
         assert got["u64"] == 2**64 - 1 and got["f32"] == float(np.float32(0.1))
         # Which went the slow way (h5py's attrs[name]): none of the numbers and
@@ -202,14 +202,14 @@ def test_attribute_fast_path_reads_what_h5py_reads(tmp_path, track_order, monkey
             "__getitem__",
             lambda attrs, name: slow.append(name) or getitem(attrs, name),
         )
-        dict(_attributes(group))
+        dict(attributes(group))
         expected_slow = ["array", "bool", "compound", "empty", "one_element", "spacepad"]
         expected_slow += ["strings", "vlen", "vlen_empty"]
         if np.dtype(np.longdouble).itemsize > 8:  # else it is a float64 like any other
             expected_slow.append("f128")
         assert sorted(slow) == sorted(expected_slow)
         with pytest.raises(KeyError):
-            _attribute(group, "missing")
+            attribute(group, "missing")
 
 
 #: `timings` layouts (create_dataset keywords; chunks "rank": one chunk per rank, as the
@@ -231,7 +231,7 @@ TIMINGS_LAYOUTS = {
 @pytest.fixture
 def threaded_small_chunks(monkeypatch):
     """The worker thread takes chunks of any size (the tests' are small)."""
-    monkeypatch.setattr(loader, "_THREADED_MIN_CHUNK_BYTES", 0)
+    monkeypatch.setattr(read_timings, "_THREADED_MIN_CHUNK_BYTES", 0)
 
 
 def _rewrite_timings(group, layout: dict) -> h5py.Dataset:
@@ -261,10 +261,10 @@ def test_timings_decompressed_in_thread_as_h5py_reads_them(layout, tmp_path, thr
         group = f.create_group("cell")
         group.create_dataset("timings", data=data)
         dataset = _rewrite_timings(group, TIMINGS_LAYOUTS[layout][0])
-        stored = loader._stored_chunks(dataset)
+        stored = read_timings.stored_chunks(dataset)
         assert (stored is not None) == TIMINGS_LAYOUTS[layout][1]
         if stored is not None:
-            got = loader._decompress_chunks(dataset.shape, dataset.chunks, *stored)
+            got = read_timings.decompress_chunks(dataset.shape, dataset.chunks, *stored)
             np.testing.assert_array_equal(_bits(got), _bits(dataset[()]))
 
 
@@ -279,15 +279,15 @@ def test_timings_chunks_skipping_deflate_and_unwritten_chunks(tmp_path, threaded
         shuffled = values[1].reshape(-1).view(np.uint8).reshape(-1, 8).T.tobytes()
         dataset.id.write_direct_chunk((1, 0, 0), shuffled, filter_mask=0b10)
         assert dataset.id.get_chunk_info(1).filter_mask == 0b10
-        stored = loader._stored_chunks(dataset)
-        got = loader._decompress_chunks(dataset.shape, dataset.chunks, *stored)
+        stored = read_timings.stored_chunks(dataset)
+        got = read_timings.decompress_chunks(dataset.shape, dataset.chunks, *stored)
         np.testing.assert_array_equal(_bits(got), _bits(values))
         np.testing.assert_array_equal(_bits(dataset[()]), _bits(values))
         partial = f.create_dataset(
             "partial", shape=(2, 4, 3), chunks=(1, 4, 3), dtype="<f8", compression="gzip"
         )
         partial[0] = values[0]
-        assert loader._stored_chunks(partial) is None
+        assert read_timings.stored_chunks(partial) is None
 
 
 def test_timings_small_chunks_are_left_to_h5py(tmp_path):
@@ -300,8 +300,8 @@ def test_timings_small_chunks_are_left_to_h5py(tmp_path):
         large = f.create_dataset(
             "large", data=np.ones((2, 5000, 7)), chunks=(1, 5000, 7), compression="gzip"
         )
-        assert loader._stored_chunks(small) is None
-        assert loader._stored_chunks(large) is not None
+        assert read_timings.stored_chunks(small) is None
+        assert read_timings.stored_chunks(large) is not None
 
 
 def test_load_with_every_timings_layout(results_file, tmp_path, monkeypatch, threaded_small_chunks):
@@ -315,10 +315,10 @@ def test_load_with_every_timings_layout(results_file, tmp_path, monkeypatch, thr
         for index, group in enumerate(groups):
             _rewrite_timings(group, TIMINGS_LAYOUTS[layouts[index % len(layouts)]][0])
     threaded = []
-    decompress = loader._decompress_chunks
+    decompress = read_timings.decompress_chunks
     monkeypatch.setattr(
-        loader,
-        "_decompress_chunks",
+        read_timings,
+        "decompress_chunks",
         lambda *args: threaded.append(args[0]) or decompress(*args),
     )
     results = sa.load(path)
@@ -348,7 +348,7 @@ def test_timings_chunk_that_does_not_decompress_marks_the_cell_damaged(
             dataset.id.write_direct_chunk((0, 0, 0), b"not a zlib stream", filter_mask=0)
             with pytest.raises(OSError) as error:
                 dataset[()]
-            expected[group.name.rsplit("/", 1)[-1]] = loader._one_line(error.value)
+            expected[group.name.rsplit("/", 1)[-1]] = one_line(error.value)
         del groups[1]["rank_metrics"]
         groups[1]["rank_metrics"] = np.array([b"not", b"numbers"])
         total = len(f["cells"])

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import scalebench_analysis as sa
-from scalebench_analysis import probe
+from scalebench_analysis.tables import probe
 
 from conftest import run_cli
 from make_results import _fixed_string
@@ -279,7 +279,7 @@ def test_wrong_check_exits_1(tmp_path):
         line.startswith("check: 1 of 10 results WRONG (allreduce (out of place) 4 KiB)")
         for line in summary
     ), summary
-    assert sa.probe.failed_checks(sa.load_probe(path)) == 1
+    assert probe.failed_checks(sa.load_probe(path)) == 1
     as_json = run_cli("analyze", path, "--format", "json", check_rc=1)
     assert json.loads(as_json.stdout)["checks"] == {"rows": 10, "wrong": 1}
     assert "1 of 10 results WRONG" in as_json.stderr

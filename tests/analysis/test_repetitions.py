@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import scalebench_analysis as sa
-from scalebench_analysis import series
+from scalebench_analysis.read import series
+from scalebench_analysis.tables import repetitions
 
 import make_results
 import rawdata
@@ -232,7 +233,7 @@ def test_damaged_series_group_is_left_out_with_a_warning(results_file, repeated,
 
 def _interval(attrs, scale=1e3, fmt="{:,.3f}", prefix="median_s") -> str:
     names = (prefix, f"{prefix}_ci_low", f"{prefix}_ci_high")
-    return series.interval_text(*(_num(attrs[n]) * scale for n in names), fmt=fmt)
+    return repetitions.interval_text(*(_num(attrs[n]) * scale for n in names), fmt=fmt)
 
 
 def _expected_lines(repeated) -> dict:
@@ -241,7 +242,7 @@ def _expected_lines(repeated) -> dict:
     labels = dict(zip(results.series.series_id, results.series.label))
     out = {}
     for series_id, a in repeated.series.items():
-        throughput = series.interval_text(
+        throughput = repetitions.interval_text(
             _num(a["throughput_samples_per_s"]),
             _num(a["throughput_ci_low"]),
             _num(a["throughput_ci_high"]),
@@ -385,12 +386,12 @@ def test_a_slowdown_beyond_the_intervals_is_a_regression(results_file, repeated,
     # The repetitions themselves are shown, not judged alone; nothing else is flagged.
     for r in rows:
         if r["new_cell_id"] in ids and r["matched_by"] != "series":
-            assert r["verdict"] == series.IN_SERIES and r["ratio"] == pytest.approx(factor)
+            assert r["verdict"] == repetitions.IN_SERIES and r["ratio"] == pytest.approx(factor)
     flagged = [r for r in rows if r["verdict"] in ("regression", "broke", "improvement")]
     assert flagged == [row]
     table = run_cli("compare", results_file, slow, check_rc=1).stdout
     (line,) = [x for x in table.splitlines() if "[series of" in x and " regression " in x]
-    assert series.interval_text(new["median_s"] * 1e3, None, None) in line
+    assert repetitions.interval_text(new["median_s"] * 1e3, None, None) in line
 
 
 def test_a_change_within_overlapping_intervals_is_not(results_file, repeated, synthetic, tmp_path):
@@ -405,7 +406,7 @@ def test_a_change_within_overlapping_intervals_is_not(results_file, repeated, sy
         path = _changed(results_file, tmp_path / f"{series_id}.h5", {c: factor for c in ids})
         _, rows = _compare(results_file, path, "--threshold", "5%", rc=0)
         row = _series_row(rows, series_id)
-        assert row["verdict"] == series.WITHIN_NOISE
+        assert row["verdict"] == repetitions.WITHIN_NOISE
         assert row["ci_low"] <= 1.0 <= row["ci_high"]
         assert row["ratio"] == pytest.approx(factor, rel=1e-9)
         beyond_threshold += factor > 1.05
@@ -425,8 +426,8 @@ def test_a_repetition_that_broke_still_fails_the_gate(results_file, repeated, tm
     done, rows = _compare(results_file, broken, rc=1)
     assert "2 broke" in done.stderr
     verdicts = {r["new_cell_id"]: r["verdict"] for r in rows if r["matched_by"] != "series"}
-    assert [verdicts[c] for c in ids] == [series.IN_SERIES, "broke", "broke"] + [
-        series.IN_SERIES
+    assert [verdicts[c] for c in ids] == [repetitions.IN_SERIES, "broke", "broke"] + [
+        repetitions.IN_SERIES
     ] * (len(ids) - 3)
     judged = _series_row(rows, series_id)
     assert judged["n_new"] == len(ids) - 2
@@ -476,7 +477,7 @@ def test_a_single_run_against_a_series(results_file, repeated, synthetic, tmp_pa
     if repeated_side == "base":
         base, new = new, base
     done, rows = _compare(base, new, rc=1 if repeated_side == "new" else 0)
-    (row,) = [r for r in rows if r["matched_by"] == series.MATCHED_ONE_SIDE]
+    (row,) = [r for r in rows if r["matched_by"] == repetitions.MATCHED_ONE_SIDE]
     attrs = repeated.series[series_id]
     medians = [_num(m) for m in json.loads(attrs["repetition_median_s"])]
     chosen = ids[int(np.argmin([abs(m - attrs["median_s"]) for m in medians]))]
@@ -490,7 +491,7 @@ def test_a_single_run_against_a_series(results_file, repeated, synthetic, tmp_pa
     other = "base" if repeated_side == "new" else "new"
     assert math.isnan(_num(row[f"series_{other}_median_s"]))
     rest = [r for r in rows if r[side_id] in ids and r[side_id] != chosen]
-    assert {r["verdict"] for r in rest} == {series.IN_SERIES}
+    assert {r["verdict"] for r in rest} == {repetitions.IN_SERIES}
     assert not [r for r in rows if r["matched_by"] == "series"]
     assert not [r for r in rows if single in (r["base_cell_id"], r["new_cell_id"]) and r is not row]
 
@@ -500,7 +501,7 @@ def test_the_file_against_itself(results_file, repeated):
     judged = [r for r in rows if r["matched_by"] == "series"]
     assert len(judged) == len(repeated.series)
     for r in judged:
-        assert r["verdict"] == series.WITHIN_NOISE
+        assert r["verdict"] == repetitions.WITHIN_NOISE
         assert r["ratio"] == 1.0 and r["p_value"] == 1.0
 
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import scalebench_analysis as sa
-from scalebench_analysis import series
+from scalebench_analysis.read import series
+from scalebench_analysis.tables import repetitions
 
 import make_results
 import rawdata
@@ -170,7 +171,7 @@ def test_compare_flags_a_slowdown_beyond_the_intervals(synthetic_repeated, tmp_p
     judged = [r for r in rows if r["matched_by"] == "series"]
     assert [r["verdict"] for r in judged if r["base_cell_id"] == series_id] == ["regression"]
     per_cell = [r for r in rows if r["base_cell_id"] in cells and r["matched_by"] != "series"]
-    assert {r["verdict"] for r in per_cell} == {series.IN_SERIES}
+    assert {r["verdict"] for r in per_cell} == {repetitions.IN_SERIES}
 
 
 def test_compare_keeps_a_change_within_overlapping_intervals(synthetic_repeated, tmp_path):

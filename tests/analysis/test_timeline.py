@@ -1,4 +1,4 @@
-"""`scalebench trace` (analysis/scalebench_analysis/timeline.py): the slices of a
+"""`scalebench trace` (analysis/scalebench_analysis/output/timeline.py): the slices of a
 world-size-2 training cell add up to its stored phase times, the JSON follows the Trace
 Event Format (checked by a validator written here), and bad requests are clear errors."""
 
@@ -12,7 +12,7 @@ import h5py
 import numpy as np
 import pytest
 
-from scalebench_analysis import timeline
+from scalebench_analysis.output import timeline
 
 from conftest import run_cli
 

@@ -11,7 +11,7 @@ before). Goal: <= 1 s.
 `timings` are stored as that writer stores them (h5py's automatic chunks, gzip), or with
 --layout cpp as the C++ writer does (one chunk per rank, shuffle + gzip 4), the layout whose
 decompression load() runs in a worker thread (Note [Timings decompressed in a thread] in
-analysis/scalebench_analysis/loader.py).
+analysis/scalebench_analysis/read/timings.py).
 
 Usage: analysis_load.py [--cells N] [--iterations N] [--repeat N] [--layout h5py|cpp]
 """
@@ -31,7 +31,7 @@ from perf_common import REPO, table_line
 
 sys.path.insert(0, str(REPO / "analysis"))
 sys.path.insert(0, str(REPO / "tests" / "analysis"))
-from scalebench_analysis.loader import load  # noqa: E402
+from scalebench_analysis.read.loader import load  # noqa: E402
 
 import make_results  # noqa: E402
 

@@ -4,12 +4,11 @@ downward triangle on the later point of a `slower` step, a green upward one for 
 with the change in percent).
 
 The x axis is shared by the lines of a figure: one slot per distinct point position in the
-history's order (history.Point.order_key), labelled with the point's label (file name or
+history's order (model.Point.order_key), labelled with the point's label (file name or
 short commit). Time is shown in ms, throughput in samples/s."""
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
@@ -19,8 +18,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .history import History, Line  # noqa: E402
-from .plots import _STYLE, DPI  # noqa: E402  (the report's look)
+from ..output.figures import STYLE, figure_png  # noqa: E402  (the report's look)
+from .model import History, Line  # noqa: E402
 
 _STEP_MARK = {"slower": ("v", "tab:red"), "faster": ("^", "tab:green")}
 #: Tick labels shown at most; with more slots every k-th is labelled.
@@ -77,7 +76,7 @@ def experiment_figure(hist: History, experiment: str):
     slot, ticks = _slots(lines)
     factor, ylabel = _scale(hist.options.metric)
     width = min(16.0, 5.0 + 0.45 * len(ticks))
-    with plt.rc_context(_STYLE):
+    with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(width, 4.2), layout="constrained")
         for line in lines:
             _draw_line(ax, line, slot, factor)
@@ -92,14 +91,6 @@ def experiment_figure(hist: History, experiment: str):
             bbox_to_anchor=(1.01, 1.0) if outside else None,
         )
     return fig
-
-
-def figure_png(fig) -> bytes:
-    """PNG bytes of `fig` (closed afterwards)."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)
-    plt.close(fig)
-    return buffer.getvalue()
 
 
 def experiment_pngs(hist: History) -> list:

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ResultsFileError, UsageError
-from .h5text import epoch_seconds, open_results, text
+from ..errors import ResultsFileError, UsageError
+from ..read.h5text import epoch_seconds, open_results, text
 from .timeline import cell_label
 
 FAILED = ("failed", "oom", "timeout", "interrupted")

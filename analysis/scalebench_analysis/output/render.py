@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import batch, compare, series
-from .analysis import Analysis
+from ..errors import UsageError
+from ..tables import batch, compare, repetitions
+from ..tables.analysis import Analysis
 
 TITLES = {
     "overview": "Run",
@@ -57,7 +58,7 @@ _HIDDEN = {
     "series_id",
     "repetition",
     "repetitions",
-    *series.INTERVAL_COLUMNS,
+    *repetitions.INTERVAL_COLUMNS,
 }
 # these tables have no label column
 _KEEP_IDENTITY = {"scaling", "batch", "ablation", "cumulative", "recommendations", "accuracy"}
@@ -120,7 +121,7 @@ def _series_text(frame: pd.DataFrame, side: str) -> list[str]:
     columns = [f"series_{side}_{name}" for name in ("median_s", "ci_low_s", "ci_high_s")]
     out = []
     for median, low, high in zip(*(frame[c] for c in columns)):
-        text = series.interval_text(median * 1e3, low * 1e3, high * 1e3, unit="ms")
+        text = repetitions.interval_text(median * 1e3, low * 1e3, high * 1e3, unit="ms")
         out.append("" if text == "-" else text)
     return out
 
@@ -128,7 +129,7 @@ def _series_text(frame: pd.DataFrame, side: str) -> list[str]:
 def _with_series_columns(frame: pd.DataFrame) -> pd.DataFrame:
     """A regression table with `base series` and `new series` text columns (the series'
     median and 95 % interval) before `base_status`, when any row has one."""
-    if not set(series.INTERVAL_COLUMNS) <= set(frame.columns):
+    if not set(repetitions.INTERVAL_COLUMNS) <= set(frame.columns):
         return frame
     texts = {f"{side} series": _series_text(frame, side) for side in ("base", "new")}
     if not any(t for values in texts.values() for t in values):
@@ -142,9 +143,9 @@ def _with_series_columns(frame: pd.DataFrame) -> pd.DataFrame:
 
 def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with machine-only columns dropped and every value formatted as text (the
-    Repetitions table: series.display_table)."""
+    Repetitions table: repetitions.display_table)."""
     if name == "repetitions":
-        return series.display_table(frame)
+        return repetitions.display_table(frame)
     if name == "regressions":
         frame = _with_series_columns(frame)
     hidden = _HIDDEN - (
@@ -195,7 +196,7 @@ def section_notes(analysis: Analysis, name: str, frame: pd.DataFrame) -> list[st
     if name == "regressions":
         return compare.accuracy_notes(frame)
     if name == "repetitions":
-        return series.notes(frame)
+        return repetitions.notes(frame)
     return []
 
 
@@ -230,16 +231,16 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def to_markdown(analysis: Analysis) -> str:
-    """The executive summaries of the batch studies (when the file has any: batch.py Note
-    [Batch study]) and of the repeated cells (each series' figures with their intervals),
-    then every section as a Markdown table."""
+    """The executive summaries of the batch studies (when the file has any: tables/batch.py
+    Note [Batch study]) and of the repeated cells (each series' figures with their
+    intervals), then every section as a Markdown table."""
     parts = [f"# scalebench analysis: `{analysis.results.path}`", ""]
     studies = analysis.batch_studies
     if studies is not None and len(studies):
         parts += ["## Batch size: executive summary", "", batch.executive_summary(studies)]
     repeated = analysis.sections.get("repetitions")
     if repeated is not None and len(repeated):
-        parts += ["## Repetitions: executive summary", "", series.executive_summary(repeated)]
+        parts += ["## Repetitions: executive summary", "", repetitions.executive_summary(repeated)]
     for name, frame in analysis.sections.items():
         parts += [f"## {TITLES.get(name, name)}", ""]
         shown = display_frame(name, frame)
@@ -269,8 +270,6 @@ def to_json(analysis: Analysis) -> str:
 def to_csv(analysis: Analysis, table: str = "cells") -> str:
     """One section as CSV (machine precision, every column)."""
     if table not in analysis.sections:
-        from .errors import UsageError
-
         raise UsageError(f"--table {table}: no such table (have: {', '.join(analysis.sections)})")
     return analysis.sections[table].to_csv(index=False)
 

@@ -8,10 +8,12 @@ import re
 
 import jinja2
 
-from . import batch, compare
-from .analysis import Analysis
-from .plots import BATCH_PLOTS, PLOTS, REPETITION_PLOTS, figure_png
-from .render import TITLES, display_frame
+from ..tables import batch, compare
+from ..tables.analysis import Analysis
+from .batch_plots import BATCH_PLOTS
+from .figures import figure_png
+from .plots import PLOTS, REPETITION_PLOTS
+from .render import TITLES, display_frame, section_notes
 
 _TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -194,8 +196,6 @@ def _cards(analysis: Analysis) -> list[dict]:
 def _repetitions(analysis: Analysis, rendered) -> dict | None:
     """The report's Repetitions section (None without series): the table's title, the strip
     plot (plots.repetition_strip), the table and its notes (DISAGREE, incomplete series)."""
-    from .render import section_notes
-
     frame = analysis.sections.get("repetitions")
     if frame is None or frame.empty:
         return None
@@ -208,8 +208,6 @@ def _repetitions(analysis: Analysis, rendered) -> dict | None:
 
 
 def render_html(analysis: Analysis, title: str | None = None) -> str:
-    from .render import section_notes
-
     def rendered(plot_list):
         out = []
         for key, plot_title, function in plot_list:

@@ -49,8 +49,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from .errors import ResultsFileError, UsageError
-from .h5text import epoch_seconds, open_results, text
+from ..errors import ResultsFileError, UsageError
+from ..read.h5text import epoch_seconds, open_results, text
 
 US = 1e6
 ORCHESTRATOR_PID = 0

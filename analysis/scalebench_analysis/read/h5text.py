@@ -9,7 +9,7 @@ from datetime import datetime
 import h5py
 import numpy as np
 
-from .errors import ResultsFileError
+from ..errors import ResultsFileError
 
 
 def open_results(path) -> h5py.File:

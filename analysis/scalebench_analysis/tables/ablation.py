@@ -22,17 +22,17 @@ import math
 
 import pandas as pd
 
+from ..read.keys import NAMED_FIELDS, flatten_spec
 from . import accuracy
-from .loader import _NAMED_FIELDS, _flatten_spec
 
 CONTEXT = ("branch", "experiment", "mode", "batch_size", "world_size")
 #: Spec fields that never are optimization axes (identity, bookkeeping).
-_NOT_AXES = set(_NAMED_FIELDS) - {"precision"} | {"label_settings", "seed", "checkpoint"}
+_NOT_AXES = set(NAMED_FIELDS) - {"precision"} | {"label_settings", "seed", "checkpoint"}
 _DEFAULT = "(default)"  # the value of a setting absent from the spec: its default
 
 
 def _axis_values(spec: dict) -> dict:
-    flat = _flatten_spec(spec)
+    flat = flatten_spec(spec)
     return {
         k: v
         for k, v in flat.items()

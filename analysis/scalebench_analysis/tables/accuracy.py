@@ -3,8 +3,8 @@
 
 The numbers and the verdict are the file's: scalebench compares each cell with
 `validate: true` against its fp32 reference run and stores the result in the cell's
-`accuracy` subgroup (schemas/results-layout.md, layout 1.3); loader.py reads it into the
-``accuracy_*`` columns. Nothing is re-judged here.
+`accuracy` subgroup (schemas/results-layout.md, layout 1.3); read/accuracy_columns.py reads
+it into the ``accuracy_*`` columns. Nothing is re-judged here.
 
 * verdict of a cell: ``passed``, ``failed``, ``not checked`` (no accuracy group: the cell
   did not ask for validation, or the file is older than layout 1.3) or ``unreadable`` (a

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from . import ablation, accuracy, batch, compare, quality, scaling, series
-from .loader import Results, load
+from ..read.loader import Results, load
+from . import ablation, accuracy, batch, compare, quality, repetitions, scaling
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class AnalysisOptions:
 @dataclass
 class Analysis:
     """Every table of one results file. `sections` is ordered: overview, cells,
-    repetitions (only when the file has `/series`: series.repetitions_table), scaling,
+    repetitions (only when the file has `/series`: repetitions.repetitions_table), scaling,
     batch, batch_study and batch_curve (only when the file has a batch study: an auto
     cell or a listed-batch group, batch.py Note [Batch study]), stragglers, accuracy
     (only when a cell has an accuracy group), then the ablation tables and speedup /
@@ -131,7 +131,7 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     out = Analysis(results=results, options=options, batch_points=points, trust=trust)
     out.sections["overview"] = overview_table(results)
     out.sections["cells"] = cells_table(results, trust, scale)
-    repeated = series.repetitions_table(results.series, results.cells)
+    repeated = repetitions.repetitions_table(results.series, results.cells)
     if len(repeated):  # Note [Repetitions]
         out.sections["repetitions"] = repeated
     out.sections["scaling"] = scale

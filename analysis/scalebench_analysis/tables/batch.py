@@ -19,7 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .loader import BATCH_FIGURES, Results, config_key
+from ..read.cells import BATCH_FIGURES
+from ..read.keys import config_key
+from ..read.loader import Results
 
 KNEE_TOLERANCE = 0.05
 CURVE_COLUMNS = ["branch", "experiment", "mode", "precision", "setting", "world_size"]

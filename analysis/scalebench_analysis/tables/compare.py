@@ -20,7 +20,7 @@ Definitions (docs/analysis-guide.md#comparisons):
   whose verdict changed gets `accuracy_change` (`passed -> failed`, `failed -> passed`,
   ...) and a flagged line under the table; `passed -> failed` fails the gate like a cell
   that broke, whatever its timing verdict.
-* repeated cells (`repetitions`, series.py): a series present in both files with an
+* repeated cells (`repetitions`, repetitions.py): a series present in both files with an
   interval on each side is judged as one row (`matched_by` "series"): a regression only when
   the new median over the repetitions is slower than the base's by more than the threshold
   AND the two 95 % intervals do not overlap (improvement the other way, else "within
@@ -39,9 +39,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from . import accuracy, series
-from .errors import UsageError
-from .loader import Results, config_key
+from ..errors import UsageError
+from ..read.keys import config_key
+from ..read.loader import Results
+from . import accuracy, repetitions
 from .quality import iteration_samples
 
 BROKEN_STATUSES = ("failed", "oom", "timeout")
@@ -295,14 +296,14 @@ def _accuracy_columns(base_cell, new_cell) -> dict:
 
 def regression_table(base: Results, new: Results, options: GateOptions) -> pd.DataFrame:
     """One row per cell of either file: the test results, a verdict and the accuracy (see
-    `_accuracy_columns`); with repeated cells (series.py), one more row per series pair
+    `_accuracy_columns`); with repeated cells (repetitions.py), one more row per series pair
     judged by the series, the repetitions' timing verdicts "judged by its series", and a
     single run against a series in one row with the series' interval. Gate: any verdict
     "regression" or "broke", or an accuracy change "passed -> failed" (see
     `gate_failed`)."""
     b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
     pairs = match_cells(base, new)
-    plan = series.plan(base, new, pairs)  # Note [Repetitions]
+    plan = repetitions.plan(base, new, pairs)  # Note [Repetitions]
     rows, tested = [], []
     for base_id, new_id, matched_by in plan.cell_pairs(pairs):
         row = _cell_row(base, new, b, n, base_id, new_id, matched_by, options)
@@ -313,7 +314,7 @@ def regression_table(base: Results, new: Results, options: GateOptions) -> pd.Da
             if broke == "broke":  # even with timings (an oom judged after its loop)
                 row["verdict"] = broke
             elif "p_value" in row or row["verdict"] in _ABSENT:
-                row["verdict"] = series.IN_SERIES
+                row["verdict"] = repetitions.IN_SERIES
         elif "p_value" in row:
             tested.append(len(rows))
         rows.append(row)
@@ -343,7 +344,7 @@ REGRESSION_COLUMNS = [
     "n_new",
     "median_base_s",
     "median_new_s",
-    *series.INTERVAL_COLUMNS,
+    *repetitions.INTERVAL_COLUMNS,
     "base_status",
     "new_status",
     "accuracy_change",
@@ -418,8 +419,8 @@ def gate_summary(table: pd.DataFrame, options: GateOptions) -> str:
     parts += [
         f"{counts.get(v, 0)} {v}" for v in ("improvement", "within threshold", "not significant")
     ]
-    if counts.get(series.WITHIN_NOISE, 0):  # series pairs (Note [Repetitions])
-        parts.append(f"{counts[series.WITHIN_NOISE]} series {series.WITHIN_NOISE}")
+    if counts.get(repetitions.WITHIN_NOISE, 0):  # series pairs (Note [Repetitions])
+        parts.append(f"{counts[repetitions.WITHIN_NOISE]} series {repetitions.WITHIN_NOISE}")
     return (
         ("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "
         f"(threshold {options.threshold:.1%}, alpha {options.alpha:g}, "

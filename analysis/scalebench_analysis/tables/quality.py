@@ -8,7 +8,8 @@ Definitions (docs/analysis-guide.md#metrics):
 * count, cv and the validity flags (enough samples, cv within the limit, replicas in sync)
   are the file's: scalebench computes them once, in C++ (common/cell_summary.cc), and
   stores them with the thresholds they were judged by in `/cells/<id>/summary`. They are
-  read here, never recomputed (see loader.SUMMARY_THRESHOLDS for layout 1.0 files).
+  read here, never recomputed (see LAYOUT_1_0_THRESHOLDS in read/cells.py for layout 1.0
+  files).
 * drift (not in the file): median of the first half of the measured iteration series /
   median of its second half - 1 (series: train: slowest-rank step per iteration;
   inference: mean over ranks of the batch time per batch index). Positive drift means the
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .loader import Results
+from ..read.loader import Results
 
 
 @dataclass(frozen=True)

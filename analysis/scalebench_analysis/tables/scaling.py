@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .loader import Results
+from ..read.loader import Results
 
 GROUP_COLUMNS = ["branch", "experiment", "mode", "precision", "setting"]
 

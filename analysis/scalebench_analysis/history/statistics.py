@@ -1,0 +1,106 @@
+"""The statistics of `scalebench history` (lines.py's module doc): the bootstrap intervals
+of a point (`within-run`, `repetitions`) and the steps beyond noise between points."""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from ..read.loader import Results
+from ..tables.quality import iteration_samples, summarised_phase
+from .model import REPETITION_RESAMPLES, HistoryOptions, Point, Step
+
+#: Values one bootstrap block draws at most (bounds the memory of the resampling).
+_BLOCK_VALUES = 2_000_000
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.percentile(values, [100 * tail, 100 * (1 - tail)])
+    return float(low), float(high)
+
+
+def bootstrap_medians(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """`resamples` medians of `values` resampled with replacement (n of n each), drawn in
+    blocks of at most _BLOCK_VALUES values."""
+    n = values.size
+    block = max(1, _BLOCK_VALUES // n)
+    out = np.empty(resamples)
+    for start in range(0, resamples, block):
+        k = min(block, resamples - start)
+        out[start : start + k] = np.median(values[rng.integers(0, n, (k, n))], axis=1)
+    return out
+
+
+def _bootstrap_slowest_total(per_rank: list, resamples: int, rng) -> np.ndarray:
+    """Per resample: the largest over ranks of the sum of that rank's values resampled
+    with replacement (inference throughput's denominator)."""
+    out = np.zeros(resamples)
+    for values in per_rank:
+        n = values.size
+        block = max(1, _BLOCK_VALUES // n)
+        for start in range(0, resamples, block):
+            k = min(block, resamples - start)
+            totals = values[rng.integers(0, n, (k, n))].sum(axis=1)
+            out[start : start + k] = np.maximum(out[start : start + k], totals)
+    return out
+
+
+def within_run_interval(results: Results, cell: pd.Series, options: HistoryOptions):
+    """(low, high) of the cell's figure from its own iterations (module doc: `within-run`);
+    (NaN, NaN) with fewer than 2 samples. Deterministic: seeded by options.seed and the
+    cell id."""
+    cell_id, mode = cell["cell_id"], cell["mode"]
+    samples = iteration_samples(results, cell_id, mode)
+    if samples.size < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng([options.seed, zlib.crc32(cell_id.encode())])
+    if options.metric == "time" or mode == "train":
+        low, high = _percentiles(
+            bootstrap_medians(samples, options.resamples, rng), options.confidence
+        )
+        if options.metric == "time":
+            return low, high
+        scale = float(cell["throughput_samples_per_s"]) * float(cell["median_s"])
+        return scale / high, scale / low
+    batches = results.timing_array(cell_id, summarised_phase(mode))
+    per_rank = [row[np.isfinite(row)] for row in batches]
+    per_rank = [row for row in per_rank if row.size]
+    slowest = max(float(row.sum()) for row in per_rank)
+    totals = _bootstrap_slowest_total(per_rank, options.resamples, rng)
+    scale = float(cell["throughput_samples_per_s"]) * slowest
+    low, high = _percentiles(scale / totals, options.confidence)
+    return low, high
+
+
+def repetition_interval(values: np.ndarray, seed_text: str, options: HistoryOptions):
+    """(low, high): percentile bootstrap interval of the median of `values` (one figure
+    per repetition cell), REPETITION_RESAMPLES draws seeded by options.seed and
+    `seed_text`."""
+    rng = np.random.default_rng([options.seed, zlib.crc32(seed_text.encode())])
+    medians = bootstrap_medians(values, REPETITION_RESAMPLES, rng)
+    return _percentiles(medians, options.confidence)
+
+
+def intervals_apart(a: Point, b: Point) -> bool:
+    """Both intervals exist and do not overlap."""
+    bounds = (a.ci_low, a.ci_high, b.ci_low, b.ci_high)
+    if not all(math.isfinite(x) for x in bounds):
+        return False
+    return b.ci_low > a.ci_high or b.ci_high < a.ci_low
+
+
+def find_steps(points: list, threshold: float, metric: str) -> list:
+    """The flagged steps between consecutive points (module doc: Steps)."""
+    steps = []
+    for i in range(1, len(points)):
+        a, b = points[i - 1], points[i]
+        change = b.value / a.value - 1.0 if a.value else math.nan
+        if not (abs(change) > threshold) or not intervals_apart(a, b):
+            continue
+        worse = change > 0 if metric == "time" else change < 0
+        steps.append(Step(i - 1, i, change, "slower" if worse else "faster"))
+    return steps
