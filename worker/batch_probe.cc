@@ -193,7 +193,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       const LocalProbe alone = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe&) {
         auto workload =
             make_workload(probe_assignment(assignment, batch, 0), device, MPI_COMM_SELF);
-        run_timed_loop(*workload, {device, MPI_COMM_SELF, deadline});
+        run_timed_loop(*workload, {.device = device, .group = MPI_COMM_SELF, .deadline = deadline});
       });
       const GroupOutcome lone = reduce_probe(alone, batch, world, group);
       if (lone.failed || lone.probe.status != ProbeStatus::kOk) {

@@ -19,10 +19,6 @@ namespace {
 constexpr int64_t kCpuMaxBytes = 16LL << 20;
 constexpr int64_t kGpuMaxBytes = 1LL << 30;
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 void check_operations(const std::vector<std::string>& operations) {
   for (const auto& op : operations) {
     if (op != "allreduce" && op != "broadcast" && op != "allgather") {

@@ -24,10 +24,6 @@ const std::vector<std::string>& infer_phases() {
   return names;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 /// Weight of global sample i in the output checksum: 1 + (i mod 97) / 97.
 torch::Tensor sample_weights(int64_t first, int64_t count, const torch::Device& device) {
   return torch::arange(first, first + count, torch::TensorOptions(torch::kDouble).device(device))

@@ -14,10 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 /// The pipelined stop vote of Note [Cooperative timeout].
 class StopVote {
  public:
@@ -81,6 +77,10 @@ void record_buckets(const std::vector<BucketTiming>& buckets, Clock::time_point 
 }
 
 }  // namespace
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
   const int64_t warmup = workload.warmup_iterations();

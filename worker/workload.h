@@ -113,6 +113,9 @@ struct LoopResult {
 /// Exceptions from the workload propagate (the cell runner records them).
 LoopResult run_timed_loop(Workload& workload, const LoopOptions& options);
 
+/// Seconds of the steady clock from `start` to now (start-up and wall-clock figures).
+double seconds_since(std::chrono::steady_clock::time_point start);
+
 // ---- helpers shared by the workloads ----------------------------------------------------
 
 /// The model of one cell resolved: defaults applied, shape checked.
