@@ -22,6 +22,8 @@ venv="${SCALEBENCH_VENV:-$repo/.venv}"
 jobs="${SCALEBENCH_JOBS:-$(nproc)}"
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+# shellcheck source=tests/timings.sh
+source "$repo/tests/timings.sh"
 
 # Debian packages the build, the tests and the analysis need, and hdf5-tools (h5ls, h5dump)
 # for looking into results files as docs/results-file.md shows.
@@ -69,43 +71,56 @@ install_venv() {
   echo "$want" > "$stamp"
 }
 
+# One compiler cache for every clone on this machine (Note [Compiler cache across clones] in
+# CMakeLists.txt): no compile command or preprocessed text holds the clone's path once
+# CCACHE_BASEDIR turns the absolute paths of the command line into relative ones, so a fresh
+# clone (CI) rebuilds from what another one compiled. The sloppiness lets ccache cache the
+# worker's precompiled-header translation units.
+export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/scalebench-ccache}"
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-10G}"
+
 # configure_and_build <preset> [target...]: every target of the preset when none is named.
 configure_and_build() {
   local preset="$1"
   shift
-  # One compiler cache for every clone on this machine: CCACHE_BASEDIR makes the clone's
-  # absolute path irrelevant, so a fresh clone (CI) rebuilds from what another one compiled.
-  # The sloppiness lets ccache cache the worker's precompiled-header translation units.
-  export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/scalebench-ccache}"
-  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
-  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
   log "configuring + building preset '$preset'${*:+ (targets: $*)}"
   local extra=()
   [[ -n "${Torch_DIR:-}" ]] && extra+=("-DTorch_DIR=$Torch_DIR")
-  cmake --preset "$preset" -DSCALEBENCH_PYTHON="$venv/bin/python" "${extra[@]}" >/dev/null
+  timed "configure ($preset)" \
+    cmake --preset "$preset" -DSCALEBENCH_PYTHON="$venv/bin/python" "${extra[@]}" >/dev/null
   local targets=()
   (($# > 0)) && targets=(--target "$@")
-  cmake --build --preset "$preset" -j "$jobs" "${targets[@]}"
+  timed "build ($preset)" cmake --build --preset "$preset" -j "$jobs" "${targets[@]}"
 }
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
+# Every step is timed into build/timings.tsv (tests/timings.sh); the table ends each action.
+case "$action" in build | demo | test) timings_start "$repo/build/timings.tsv" ;; esac
 case "$action" in
   build)
-    install_debian "${debian_packages[@]}"
-    install_venv
+    timed "apt (Debian packages)" install_debian "${debian_packages[@]}"
+    timed "virtualenv (pip)" install_venv
+    ccache_mark
     configure_and_build release
+    print_timings
     ;;
   demo)
-    install_debian "${debian_packages[@]}"
-    install_venv
+    timed "apt (Debian packages)" install_debian "${debian_packages[@]}"
+    timed "virtualenv (pip)" install_venv
+    ccache_mark
     configure_and_build release scalebench
-    exec bash docs/examples/run_quickstart.sh "$repo/build/release" "$venv/bin/python"
+    timed "quickstart sweep + analysis" \
+      bash docs/examples/run_quickstart.sh "$repo/build/release" "$venv/bin/python"
+    print_timings
     ;;
   test)
-    install_debian "${debian_packages[@]}" "${test_packages[@]}"
-    install_venv
+    timed "apt (Debian packages)" install_debian "${debian_packages[@]}" "${test_packages[@]}"
+    timed "virtualenv (pip)" install_venv
+    ccache_mark
     configure_and_build release
     configure_and_build asan
     exec bash tests/run_all.sh "$repo" "$venv/bin/python"

@@ -15,6 +15,7 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "common/build_info.h"
 #include "common/error.h"
 #include "common/settings.h"
 
@@ -358,7 +359,13 @@ Json yaml_to_json(const YAML::Node& node) {
 
 std::filesystem::path schema_dir() {
   if (const char* dir = std::getenv("SCALEBENCH_SCHEMA_DIR"); dir && *dir) return dir;
-  return SCALEBENCH_SCHEMA_DIR;
+  std::error_code error;
+  const auto executable = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    auto installed = executable.parent_path().parent_path() / "share" / "scalebench" / "schemas";
+    if (std::filesystem::is_directory(installed, error)) return installed;
+  }
+  return build_info::source_dir() / "schemas";
 }
 
 std::string key_path_from_context(const std::vector<std::string>& context) {

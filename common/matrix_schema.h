@@ -12,8 +12,9 @@
 
 namespace scalebench {
 
-/// Folder of the JSON Schema files: $SCALEBENCH_SCHEMA_DIR when set, otherwise the
-/// source tree's schemas/ (compiled in).
+/// Folder of the JSON Schema files, found at run time: $SCALEBENCH_SCHEMA_DIR when set,
+/// else <executable>/../share/scalebench/schemas of an installed scalebench (`cmake --install`),
+/// else the schemas/ of the source tree the build was configured from (build_info).
 std::filesystem::path schema_dir();
 
 /// The complete schema `schema_file` (a file name in schema_dir()) as scalebench checks

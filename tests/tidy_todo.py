@@ -1,12 +1,25 @@
 """Lists the files tests/run_all.sh's clang-tidy step must check (see Note [clang-tidy in CI]).
 
-Usage: tidy_todo.py <build/release/compile_commands.json> <out dir>
+Usage: tidy_todo.py <build dir> <out dir> <stamp dir>
 
 Writes <out dir>/compile_commands.json: the build's commands without the precompiled-header
-flags. Prints "<key> <file>" for every tracked .cc outside tests/ that has a command and no
-stamp <out dir>/passed/<key>; the key hashes the file, its command, every tracked header,
-.clang-tidy and <out dir>/version.txt (the clang-tidy version).
+flags (clang cannot read GCC's .gch). Prints "<key> <file>" for every tracked .cc outside
+tests/ that has a command and no stamp <stamp dir>/<key>.
+
+The key is what the file's check depends on, and nothing that differs between two clones of
+the same commit, so that a stamp left by one clone serves the next (the stamp directory lives
+in the user's cache, beside the compiler cache):
+  * the clang-tidy version (<out dir>/version.txt) and .clang-tidy;
+  * the file's compile command with the source tree's path replaced by a fixed name;
+  * the name and content of every header the compiler read for the file, as the build's
+    dependency records list them (`ninja -t deps`), names inside the source tree relative to
+    it. A file compiled with the worker's precompiled header also depends on the headers
+    the precompiled header was made from (Torch's). A file without dependency records (not built yet)
+    depends on every tracked header instead.
+A change to one header therefore re-checks only the files that include it.
 """
+
+from __future__ import annotations
 
 import hashlib
 import json
@@ -14,6 +27,10 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+PCH_FLAGS = re.compile(r" -Winvalid-pch| -include \S*cmake_pch\.hxx")
+PCH_INCLUDE = re.compile(r" -include (\S*cmake_pch\.hxx)")
 
 
 def tracked(pattern: str) -> list[str]:
@@ -23,31 +40,97 @@ def tracked(pattern: str) -> list[str]:
     return [path for path in listing.stdout.split() if os.path.exists(path)]
 
 
+def ninja_deps(build: Path) -> dict[str, list[str]]:
+    """Object file (absolute) -> headers and source it was compiled from (absolute)."""
+    listing = subprocess.run(
+        ["ninja", "-C", str(build), "-t", "deps"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    deps: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in listing.splitlines():
+        if not line.strip():
+            current = None
+        elif not line.startswith(" "):
+            target = line.split(": #deps", 1)[0]
+            current = deps.setdefault(os.path.normpath(build / target), [])
+        elif current is not None:
+            current.append(os.path.normpath(build / line.strip()))
+    return deps
+
+
+class ContentHashes:
+    """sha256 of files, each read once per run (Torch's headers are shared by many files)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        if path not in self._known:
+            try:
+                with open(path, "rb") as f:
+                    self._known[path] = hashlib.sha256(f.read()).hexdigest()
+            except OSError:
+                self._known[path] = "missing"
+        return self._known[path]
+
+
 def main() -> None:
-    database, out = sys.argv[1:3]
-    with open(database) as f:
+    build, out, stamps = (Path(arg).resolve() for arg in sys.argv[1:4])
+    source_root = Path.cwd().resolve()
+    with open(build / "compile_commands.json") as f:
         commands = json.load(f)
+    precompiled = {}  # source -> the precompiled header its build used (GCC's .gch)
     for entry in commands:
-        entry["command"] = re.sub(
-            r" -Winvalid-pch| -include \S*cmake_pch\.hxx", "", entry["command"]
-        )
-    with open(os.path.join(out, "compile_commands.json"), "w") as f:
+        used = PCH_INCLUDE.search(entry["command"])
+        if used:
+            pch = Path(entry.get("directory", build)) / used.group(1)
+            precompiled[os.path.realpath(entry["file"])] = os.path.normpath(
+                str(pch) + ".gch"
+            )
+        entry["command"] = PCH_FLAGS.sub("", entry["command"])
+    with open(out / "compile_commands.json", "w") as f:
         json.dump(commands, f, indent=1)
-    by_file = {os.path.realpath(entry["file"]): entry["command"] for entry in commands}
+
+    deps = ninja_deps(build)
+    content = ContentHashes()
+    root_prefix = str(source_root) + os.sep
+
+    def name(path: str) -> str:
+        return path.removeprefix(root_prefix)
+
+    def headers_of(object_file: str, pch: str | None) -> list[str] | None:
+        # GCC's dependency file of a file built with a precompiled header lists neither the
+        # .gch nor the headers in it (their include guards skip them), so those come from
+        # the dependency records of the precompiled header itself.
+        listed = deps.get(object_file)
+        if listed is None or (pch is not None and pch not in deps):
+            return None
+        return sorted(set(listed + (deps[pch] if pch else [])))
 
     shared = hashlib.sha256()
-    for path in [os.path.join(out, "version.txt"), ".clang-tidy", *tracked("*.h")]:
-        with open(path, "rb") as f:
-            shared.update(f.read())
+    for path in [out / "version.txt", source_root / ".clang-tidy"]:
+        shared.update(path.read_bytes())
+    every_header = [str(source_root / h) for h in tracked("*.h")]
+
+    by_file = {os.path.realpath(entry["file"]): entry for entry in commands}
     for source in tracked("*.cc"):
-        command = by_file.get(os.path.realpath(source))
-        if source.startswith("tests/") or command is None:
+        entry = by_file.get(os.path.realpath(source))
+        if source.startswith("tests/") or entry is None:
             continue
         key = shared.copy()
-        key.update(command.encode())
-        with open(source, "rb") as f:
-            key.update(f.read())
-        if not os.path.exists(os.path.join(out, "passed", key.hexdigest())):
+        key.update(entry["command"].replace(str(source_root), "<source>").encode())
+        key.update(source.encode() + content(str(source_root / source)).encode())
+        object_file = os.path.normpath(
+            Path(entry.get("directory", build)) / entry.get("output", "")
+        )
+        pch = precompiled.get(os.path.realpath(source))
+        headers = headers_of(object_file, pch) if "output" in entry else None
+        for header in every_header if headers is None else headers:
+            key.update(name(header).encode() + b"\0" + content(header).encode())
+        if not (stamps / key.hexdigest()).exists():
             print(key.hexdigest(), source)
 
 

@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "common/build_info.h"
+
 namespace {
 
-const std::filesystem::path kSource(SCALEBENCH_SOURCE_DIR);
+const std::filesystem::path kSource(scalebench::build_info::source_dir());
 
 /// The project folders each folder may include.
 const std::map<std::string, std::set<std::string>> kAllowed{

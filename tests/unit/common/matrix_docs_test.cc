@@ -9,11 +9,12 @@
 #include <sstream>
 #include <string>
 
+#include "common/build_info.h"
 #include "common/matrix_schema.h"
 
 namespace {
 
-const std::filesystem::path kSource(SCALEBENCH_SOURCE_DIR);
+const std::filesystem::path kSource(scalebench::build_info::source_dir());
 
 void collect_properties(const nlohmann::json& node, std::set<std::string>& names) {
   if (node.is_object()) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "common/build_info.h"
 #include "common/error.h"
 #include "common/matrix.h"
 #include "common/zoo_names.h"
@@ -14,8 +15,7 @@
 namespace scalebench {
 namespace {
 
-const std::filesystem::path kExamples =
-    std::filesystem::path(SCALEBENCH_SOURCE_DIR) / "docs" / "examples";
+const std::filesystem::path kExamples = scalebench::build_info::source_dir() / "docs" / "examples";
 
 size_t count_if_cells(const ExpandedMatrix& m, const std::function<bool(const CellSpec&)>& pred) {
   return static_cast<size_t>(std::count_if(m.cells.begin(), m.cells.end(), pred));
@@ -337,7 +337,7 @@ namespace scalebench {
 namespace {
 
 TEST(MatrixValidFilesTest, EveryValidFileLoads) {
-  const auto dir = std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "matrix" / "valid";
+  const auto dir = scalebench::build_info::source_dir() / "tests" / "data" / "matrix" / "valid";
   size_t files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     ++files;
@@ -347,8 +347,8 @@ TEST(MatrixValidFilesTest, EveryValidFileLoads) {
 }
 
 TEST(MatrixValidFilesTest, QuotedNamesAreUnquoted) {
-  const auto m = load_matrix(std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "matrix" / "valid" /
-                             "quoting.yaml");
+  const auto m = load_matrix(scalebench::build_info::source_dir() / "tests" / "data" / "matrix" /
+                             "valid" / "quoting.yaml");
   EXPECT_EQ(m.name, "quoting");
   EXPECT_EQ(m.cells.size(), 4U);
   EXPECT_EQ(m.cells.front().experiment, "single-'quoted'");

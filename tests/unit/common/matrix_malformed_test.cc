@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/build_info.h"
 #include "common/matrix.h"
 #include "common/matrix_text.h"
 
@@ -19,7 +20,7 @@ namespace scalebench {
 namespace {
 
 const std::filesystem::path kMalformedDir =
-    std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "matrix" / "malformed";
+    scalebench::build_info::source_dir() / "tests" / "data" / "matrix" / "malformed";
 
 struct MalformedCase {
   const char* file;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 
+#include "common/build_info.h"
 #include "common/h5_wrappers.h"
 #include "common/hdf5_check.h"
 #include "common/results_store.h"
@@ -218,7 +219,8 @@ TEST(DamagedFile, TruncatedFileIsOneLineInputError) {
 // inputs the results-reader fuzzer crashed libhdf5 with) and an old-format file are refused
 // with one line before HDF5 parses them.
 TEST(DamagedFile, FuzzFindingsAndOldFormatFilesAreRefusedBeforeHdf5Parses) {
-  const auto damaged = std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "damaged";
+  const auto damaged =
+      scalebench::build_info::source_dir() / "tests" / "data" / "results" / "damaged";
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(damaged)) {
     ++files;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/accuracy.h"
+#include "common/build_info.h"
 #include "common/cell_summary.h"
 #include "common/h5_wrappers.h"
 #include "common/hdf5_check.h"
@@ -141,7 +142,7 @@ TEST(ResultsLayout, MatchesGoldenListing) {
                                                    {running.cell_id, "running-cell"},
                                                    {series, "series"}});
   const std::filesystem::path golden =
-      std::filesystem::path(SCALEBENCH_TEST_DATA_DIR) / "results" / "layout_v1.txt";
+      scalebench::build_info::source_dir() / "tests" / "data" / "results" / "layout_v1.txt";
   if (const char* update = std::getenv("SCALEBENCH_UPDATE_GOLDEN"); update && *update == '1') {
     std::ofstream(golden) << actual;
   }

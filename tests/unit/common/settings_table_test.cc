@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "common/build_info.h"
 #include "common/matrix.h"
 #include "common/matrix_schema.h"
 #include "common/settings.h"
@@ -20,7 +21,7 @@
 namespace scalebench {
 namespace {
 
-const std::filesystem::path kSource(SCALEBENCH_SOURCE_DIR);
+const std::filesystem::path kSource(scalebench::build_info::source_dir());
 
 std::string read(const std::filesystem::path& path) {
   std::ifstream in(path);

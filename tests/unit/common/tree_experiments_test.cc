@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/branch_resolution.h"
+#include "common/build_info.h"
 #include "common/git_repo.h"
 #include "common/resolved_matrix.h"
 #include "tests/unit/common/git_test_fixture.h"
@@ -386,7 +387,7 @@ TEST(TreeExperiments, PrepareStepFromTheFileMustAgreeAcrossBranches) {
 }
 
 TEST(TreeExperiments, SchemaTreeEntryAllowsExactlyTheExperimentKeysAndExperiment) {
-  const std::filesystem::path schemas = std::filesystem::path(SCALEBENCH_SOURCE_DIR) / "schemas";
+  const std::filesystem::path schemas = scalebench::build_info::source_dir() / "schemas";
   const auto read_json = [](const std::filesystem::path& path) {
     std::ifstream in(path);
     return nlohmann::json::parse(in);
