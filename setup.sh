@@ -79,7 +79,6 @@ install_venv() {
 export CCACHE_DIR="${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/scalebench-ccache}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
-export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-10G}"
 
 # configure_and_build <preset> [target...]: every target of the preset when none is named.
 configure_and_build() {

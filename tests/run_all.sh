@@ -19,6 +19,15 @@ repo="$1"
 python="$2"
 shift 2
 selected=("$@")
+for suite in "${selected[@]}"; do
+  case "$suite" in
+    format | ctest | asan | tidy | analysis | ruff | fuzz | slurm) ;;
+    *)
+      echo "tests/run_all.sh: unknown suite '$suite'; the suites: format ctest asan tidy analysis ruff fuzz slurm" >&2
+      exit 2
+      ;;
+  esac
+done
 cd "$repo"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 # shellcheck source=tests/timings.sh
