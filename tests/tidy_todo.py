@@ -31,6 +31,7 @@ from pathlib import Path
 
 PCH_FLAGS = re.compile(r" -Winvalid-pch| -include \S*cmake_pch\.hxx")
 PCH_INCLUDE = re.compile(r" -include (\S*cmake_pch\.hxx)")
+OUTPUT_FLAG = re.compile(r" -o (\S+)")
 
 
 def tracked(pattern: str) -> list[str]:
@@ -123,11 +124,15 @@ def main() -> None:
         key = shared.copy()
         key.update(entry["command"].replace(str(source_root), "<source>").encode())
         key.update(source.encode() + content(str(source_root / source)).encode())
-        object_file = os.path.normpath(
-            Path(entry.get("directory", build)) / entry.get("output", "")
+        # The object file: the database's "output" where CMake writes it, else the -o flag.
+        output = entry.get("output") or next(
+            iter(OUTPUT_FLAG.findall(entry["command"])), None
         )
         pch = precompiled.get(os.path.realpath(source))
-        headers = headers_of(object_file, pch) if "output" in entry else None
+        headers = None
+        if output:
+            object_file = os.path.normpath(Path(entry.get("directory", build)) / output)
+            headers = headers_of(object_file, pch)
         for header in every_header if headers is None else headers:
             key.update(name(header).encode() + b"\0" + content(header).encode())
         if not (stamps / key.hexdigest()).exists():
