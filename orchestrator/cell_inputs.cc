@@ -4,7 +4,7 @@
 #include <iterator>
 #include <system_error>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

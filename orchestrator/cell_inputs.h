@@ -15,8 +15,8 @@
 #include <memory>
 #include <string>
 
-#include "common/cell_spec.h"
-#include "common/messages.h"
+#include "common/cell/cell_spec.h"
+#include "common/cell/messages.h"
 
 namespace scalebench {
 

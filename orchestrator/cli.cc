@@ -5,8 +5,8 @@
 #include <iostream>
 #include <new>
 
-#include "common/build_info.h"
-#include "common/error.h"
+#include "common/base/build_info.h"
+#include "common/base/error.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/run_options.h"
 

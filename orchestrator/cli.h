@@ -15,7 +15,7 @@ namespace scalebench {
 int run_cli(int argc, char** argv, const WorkerFactory& worker = {});
 
 /// The top-level handler of every command: prints the one line for the exception `error`
-/// to `out` and returns its exit status (common/exit_status.h): InputError and a
+/// to `out` and returns its exit status (common/base/exit_status.h): InputError and a
 /// filesystem error on a path the user gave -> kExitBadInput; any other scalebench Error,
 /// bad_alloc or unexpected exception -> kExitInfrastructure. Never throws.
 int report_error(const std::exception_ptr& error, std::ostream& out);

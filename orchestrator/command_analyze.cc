@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/build_info.h"
-#include "common/error.h"
+#include "common/base/build_info.h"
+#include "common/base/error.h"
 #include "orchestrator/commands.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header

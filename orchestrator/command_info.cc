@@ -4,7 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "common/results_store.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/summary_table.h"
 

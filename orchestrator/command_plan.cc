@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/resolved_matrix.h"
-#include "common/settings.h"
+#include "common/cell/settings.h"
+#include "common/matrix/resolved_matrix.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/matrix_arguments.h"
 

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <memory>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/probe_file.h"
 #include "orchestrator/worker_job.h"

@@ -4,13 +4,13 @@
 #include <memory>
 #include <optional>
 
-#include "common/error.h"
-#include "common/escaped_text.h"
-#include "common/logging.h"
-#include "common/mpi_comm.h"
+#include "common/base/error.h"
+#include "common/base/escaped_text.h"
+#include "common/base/logging.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/orchestrator_rank.h"
 #include "orchestrator/run_options.h"
+#include "protocol/mpi_comm.h"
 #include "protocol/worker_loop.h"
 #include "protocol/worker_rank.h"
 

@@ -6,10 +6,10 @@
 #include <iostream>
 #include <vector>
 
-#include "common/error.h"
-#include "common/mpi_comm.h"
+#include "common/base/error.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/worker_job.h"
+#include "protocol/mpi_comm.h"
 
 namespace scalebench {
 namespace {

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
-#include "common/resolved_matrix.h"
+#include "common/base/error.h"
+#include "common/matrix/resolved_matrix.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/submit_script.h"
 

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "common/matrix.h"
-#include "common/matrix_schema.h"
+#include "common/matrix/matrix.h"
+#include "common/matrix/schema.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/matrix_arguments.h"
 

@@ -1,13 +1,13 @@
 // Registration of the `scalebench` subcommands. Each add_*_command lives in its own
 // command_*.cc, adds its subcommand to `app` and, when the subcommand runs, stores the
-// process exit status in `exit_status`, one of common/exit_status.h.
+// process exit status in `exit_status`, one of common/base/exit_status.h.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
-#include "common/exit_status.h"
+#include "common/base/exit_status.h"
 #include "protocol/worker_factory.h"
 
 namespace scalebench {

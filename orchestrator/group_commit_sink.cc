@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "common/error.h"
-#include "common/logging.h"
-#include "common/provenance.h"
+#include "common/base/error.h"
+#include "common/base/logging.h"
+#include "common/results/provenance.h"
 
 namespace scalebench {
 

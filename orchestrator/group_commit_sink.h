@@ -40,7 +40,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/results_store.h"
+#include "common/results/store.h"
 #include "orchestrator/orchestrator.h"
 
 namespace scalebench {

@@ -7,14 +7,14 @@
 #include <sstream>
 #include <thread>
 
-#include "common/error.h"
-#include "common/logging.h"
-#include "common/mpi_comm.h"
-#include "common/poll_backoff.h"
+#include "common/base/error.h"
+#include "common/base/logging.h"
 #include "orchestrator/progress.h"
 #include "orchestrator/progress_watchdog.h"
 #include "orchestrator/scheduler.h"
 #include "protocol/fault_injection.h"
+#include "protocol/mpi_comm.h"
+#include "protocol/poll_backoff.h"
 #include "protocol/signals.h"
 
 namespace scalebench {

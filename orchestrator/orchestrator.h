@@ -2,7 +2,7 @@
 //
 // Note [Orchestrator protocol]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// All messages travel on MPI_COMM_WORLD with the typed tags of common/messages.h; the
+// All messages travel on MPI_COMM_WORLD with the typed tags of common/cell/messages.h; the
 // payloads are MessagePack (size probed by the receiver).
 //
 //   1. Every rank calls discover_worker_context() (collective: node split).
@@ -44,9 +44,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cell_spec.h"
-#include "common/exit_status.h"
-#include "common/messages.h"
+#include "common/base/exit_status.h"
+#include "common/cell/cell_spec.h"
+#include "common/cell/messages.h"
 #include "orchestrator/run_options.h"
 
 namespace scalebench {

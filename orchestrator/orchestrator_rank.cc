@@ -2,11 +2,12 @@
 
 #include <iostream>
 
-#include "common/error.h"
-#include "common/exit_status.h"
-#include "common/logging.h"
-#include "common/mpi_comm.h"
-#include "common/repetition_stats.h"
+#include "common/base/error.h"
+#include "common/base/exit_status.h"
+#include "common/base/logging.h"
+#include "common/cell/repetition_stats.h"
+#include "common/results/overview.h"
+#include "common/results/reader.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/group_commit_sink.h"
@@ -15,6 +16,7 @@
 #include "orchestrator/run_preparation.h"
 #include "orchestrator/summary_table.h"
 #include "protocol/job_control.h"
+#include "protocol/mpi_comm.h"
 #include "protocol/signals.h"
 
 namespace scalebench {

@@ -10,7 +10,7 @@ namespace scalebench {
 /// Collects the hellos, prepares the run (prepare_run; bad input is broadcast as a no-go
 /// and returned), runs the prepare steps and the cells, writes the end time, prints the
 /// summary table and broadcasts the exit status. A results or MPI failure aborts the job
-/// (kExitInfrastructure). Returns the job's exit status (common/exit_status.h).
+/// (kExitInfrastructure). Returns the job's exit status (common/base/exit_status.h).
 int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker);
 
 }  // namespace scalebench

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "common/branch_prepare.h"
-#include "common/logging.h"
-#include "common/subprocess.h"
+#include "common/base/logging.h"
+#include "common/base/subprocess.h"
+#include "common/matrix/branch_prepare.h"
 
 namespace scalebench {
 namespace {

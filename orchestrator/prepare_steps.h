@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/git_repo.h"
-#include "common/matrix.h"
+#include "common/matrix/git_repo.h"
+#include "common/matrix/matrix.h"
 #include "orchestrator/orchestrator.h"
 
 namespace scalebench {

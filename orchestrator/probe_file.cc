@@ -6,11 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/build_info.h"
-#include "common/durable_file.h"
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
-#include "common/provenance.h"
+#include "common/base/build_info.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
+#include "common/results/durable_file.h"
+#include "common/results/provenance.h"
 
 namespace scalebench {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "common/messages.h"
+#include "common/cell/messages.h"
 
 namespace scalebench {
 

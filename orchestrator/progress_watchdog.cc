@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "common/exit_status.h"
+#include "common/base/exit_status.h"
 
 namespace scalebench {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 namespace scalebench {
 
@@ -33,7 +33,7 @@ struct RunOptions {
   bool retry_failed = false;  ///< --retry-failed: with --resume, re-run failed/oom/timeout cells
   bool fail_fast = false;     ///< --fail-fast: stop dispatching after the first non-ok cell
   std::optional<SchedulingMode> scheduling;  ///< --scheduling; nullopt = the matrix's setting
-  /// --order-seed: seed of the interleaved repetitions' order (common/dispatch_order.h);
+  /// --order-seed: seed of the interleaved repetitions' order (orchestrator/dispatch_order.h);
   /// nullopt = default_order_seed of the matrix hash.
   std::optional<uint64_t> order_seed;
   std::filesystem::path log_dir;  ///< --log-dir; empty = "<output>.logs"

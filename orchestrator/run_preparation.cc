@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <set>
 
-#include "common/branch_resolution.h"
-#include "common/dispatch_order.h"
-#include "common/escaped_text.h"
-#include "common/logging.h"
-#include "common/mpi_comm.h"
-#include "common/provenance.h"
+#include "common/base/escaped_text.h"
+#include "common/base/logging.h"
+#include "common/matrix/branch_resolution.h"
+#include "common/results/provenance.h"
+#include "orchestrator/dispatch_order.h"
 #include "orchestrator/orchestrator.h"
+#include "protocol/mpi_comm.h"
 
 namespace scalebench {
 namespace {

@@ -5,10 +5,10 @@
 #include <optional>
 #include <vector>
 
-#include "common/messages.h"
-#include "common/resolved_matrix.h"
-#include "common/results_lock.h"
-#include "common/results_store.h"
+#include "common/cell/messages.h"
+#include "common/matrix/resolved_matrix.h"
+#include "common/results/lock.h"
+#include "common/results/store.h"
 #include "orchestrator/run_options.h"
 #include "protocol/worker_factory.h"
 

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/decimal.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {
@@ -268,9 +268,8 @@ std::int64_t parse_slurm_time_limit_s(std::string_view text) {
 std::string parse_sbatch_job_id(std::string_view parsable_output) {
   const std::size_t end = parsable_output.find_first_of(";\r\n");
   const std::string_view id = parsable_output.substr(0, end);
-  std::uint64_t number = 0;
-  const auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), number);
-  if (id.empty() || ec != std::errc{} || ptr != id.data() + id.size()) {
+  const auto number = parse_decimal(id);
+  if (!number || *number < 0) {
     throw Error("sbatch printed no job id (expected `<id>` or `<id>;<cluster>`), got: '" +
                 std::string(parsable_output) + "'");
   }

@@ -7,67 +7,38 @@
 #include <sstream>
 #include <tuple>
 
-#include "common/repetition_stats.h"
-#include "common/results_cells.h"
+#include "common/cell/repetition_stats.h"
+#include "common/results/cells.h"
+#include "common/results/overview.h"
 
 namespace scalebench {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// A JSON value that may be stored as JSON text (HDF5 string attributes) or as JSON.
-nlohmann::json as_json(const nlohmann::json& value) {
-  if (value.is_string()) {
-    try {
-      return nlohmann::json::parse(value.get<std::string>());
-    } catch (const nlohmann::json::exception&) {
-      return value;
-    }
-  }
-  return value;
-}
-
-std::string text_of(const nlohmann::json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key) || object.at(key).is_null()) return "";
-  const auto& value = object.at(key);
-  return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
-long long integer_of(const nlohmann::json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key)) return 0;
-  const auto& value = object.at(key);
-  return value.is_number_integer() ? value.get<long long>() : 0;
-}
-
-double number_of(const nlohmann::json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key)) return kNaN;
-  const auto& value = object.at(key);
-  return value.is_number() ? value.get<double>() : kNaN;
-}
-
 SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   SummaryRow row;
-  const nlohmann::json spec = as_json(cell.value("spec", nlohmann::json::object()));
-  row.cell_id = id.empty() ? text_of(cell, "cell_id") : id;
-  row.branch = text_of(spec, "branch");
-  row.experiment = text_of(spec, "experiment");
-  row.mode = text_of(spec, "mode");
-  row.batch_size = integer_of(spec, "batch_size");
-  row.world_size = integer_of(spec, "world_size");
-  row.repetition = integer_of(spec, "repetition");
-  row.repetitions = std::max(1LL, integer_of(spec, "repetitions"));
-  row.status = text_of(cell, "status");
-  row.reason = text_of(cell, "reason");
+  const nlohmann::json spec = overview_json(cell.value("spec", nlohmann::json::object()));
+  row.cell_id = id.empty() ? overview_text(cell, "cell_id") : id;
+  row.branch = overview_text(spec, "branch");
+  row.experiment = overview_text(spec, "experiment");
+  row.mode = overview_text(spec, "mode");
+  row.batch_size = overview_integer(spec, "batch_size");
+  row.world_size = overview_integer(spec, "world_size");
+  row.repetition = overview_integer(spec, "repetition");
+  row.repetitions = std::max(1LL, overview_integer(spec, "repetitions"));
+  row.status = overview_text(cell, "status");
+  row.reason = overview_text(cell, "reason");
   row.median_s = kNaN;
   row.throughput_samples_per_s = kNaN;
   row.cpu_threads_per_core = kNaN;
-  const auto summary = as_json(cell.value("summary", nlohmann::json()));
+  const auto summary = overview_json(cell.value("summary", nlohmann::json()));
   if (summary.is_object() && !summary.empty()) {
-    row.metric = text_of(summary, "metric");
-    row.median_s = number_of(summary, "median_s");
-    row.throughput_samples_per_s = number_of(summary, "throughput_samples_per_s");
-    row.cpu_threads_per_core = number_of(summary, "cpu_threads_per_core");
-    if (row.batch_size == kBatchAuto) row.chosen_batch = integer_of(summary, "batch_size");
+    row.metric = overview_text(summary, "metric");
+    row.median_s = overview_number(summary, "median_s");
+    row.throughput_samples_per_s = overview_number(summary, "throughput_samples_per_s");
+    row.cpu_threads_per_core = overview_number(summary, "cpu_threads_per_core");
+    if (row.batch_size == kBatchAuto) row.chosen_batch = overview_integer(summary, "batch_size");
     if (summary.contains("valid")) {
       const auto& valid = summary.at("valid");
       row.valid = valid.is_boolean() ? valid.get<bool>() : (valid.is_number() && valid != 0);
@@ -75,8 +46,8 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   }
   const auto accuracy = cell.value("accuracy", nlohmann::json());
   if (accuracy.is_object()) {
-    const auto checks = as_json(accuracy.value("failed_checks", nlohmann::json::array()));
-    row.accuracy = text_of(accuracy, "verdict") == "passed" ? "passed" : "FAIL";
+    const auto checks = overview_json(accuracy.value("failed_checks", nlohmann::json::array()));
+    row.accuracy = overview_text(accuracy, "verdict") == "passed" ? "passed" : "FAIL";
     if (row.accuracy == "FAIL" && checks.is_array() && !checks.empty() &&
         checks.front().is_string()) {
       row.accuracy += " " + checks.front().get<std::string>();
@@ -214,15 +185,15 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
       source = stored.at(row.cell_id);
     } else if (stored.is_array()) {
       for (const auto& cell : stored) {
-        if (text_of(cell, "cell_id") == row.cell_id) source = cell;
+        if (overview_text(cell, "cell_id") == row.cell_id) source = cell;
       }
     }
-    nlohmann::json summary = as_json(source.value("summary", nlohmann::json()));
+    nlohmann::json summary = overview_json(source.value("summary", nlohmann::json()));
     nlohmann::json cell{{"cell_id", row.cell_id},
                         {"status", row.status},
-                        {"failed_phase", text_of(source, "failed_phase")},
+                        {"failed_phase", overview_text(source, "failed_phase")},
                         {"reason", row.reason},
-                        {"spec", as_json(source.value("spec", nlohmann::json::object()))},
+                        {"spec", overview_json(source.value("spec", nlohmann::json::object()))},
                         {"summary", summary.is_object() ? summary : nlohmann::json(nullptr)}};
     // Note [Requested vs effective]: what took effect, where the cell recorded it.
     nlohmann::json effective = nlohmann::json::object();

@@ -29,7 +29,7 @@ struct SummaryRow {
   /// Note [Accuracy validation]: "passed", "FAIL <first failed check>", "" when the cell
   /// was not validated.
   std::string accuracy;
-  /// Note [CPU oversubscription] (common/cell_summary.cc): busy CPU threads per core of the
+  /// Note [CPU oversubscription] (common/results/cell_summary.cc): busy CPU threads per core of the
   /// most loaded node; NaN when not recorded.
   double cpu_threads_per_core = 0.0;
   std::string status;

@@ -2,10 +2,10 @@
 
 #include <optional>
 
-#include "common/error.h"
-#include "common/exit_status.h"
-#include "common/logging.h"
-#include "common/mpi_comm.h"
+#include "common/base/error.h"
+#include "common/base/exit_status.h"
+#include "common/base/logging.h"
+#include "protocol/mpi_comm.h"
 #include "protocol/worker_loop.h"
 
 namespace scalebench {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "common/mpi_comm.h"
+#include "protocol/mpi_comm.h"
 
 namespace scalebench {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/messages.h"
+#include "common/cell/messages.h"
 
 namespace scalebench {
 

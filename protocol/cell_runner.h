@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "common/messages.h"
+#include "common/cell/messages.h"
 
 namespace scalebench {
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 

@@ -11,8 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/cell_outcome.h"
-#include "common/error.h"
+#include "common/base/decimal.h"
+#include "common/base/error.h"
+#include "common/cell/cell_outcome.h"
 
 namespace scalebench {
 namespace {
@@ -49,18 +50,16 @@ std::string_view kind_name(FaultKind kind) {
 }
 
 int parse_count(std::string_view text, std::string_view what, int minimum) {
-  int value = 0;
-  if (text.empty() || text.size() > 6 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  const auto value = parse_decimal(text);
+  if (!value || *value > 999999) {
     throw InputError("SCALEBENCH_FAULT: " + std::string(what) + " '" + std::string(text) +
                      "' is not a number");
   }
-  for (const char c : text) value = value * 10 + (c - '0');
-  if (value < minimum) {
+  if (*value < minimum) {
     throw InputError("SCALEBENCH_FAULT: " + std::string(what) + " must be at least " +
                      std::to_string(minimum));
   }
-  return value;
+  return static_cast<int>(*value);
 }
 
 /// One line on stderr, with write(2): the process may die right after.

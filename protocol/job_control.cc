@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "common/logging.h"
-#include "common/mpi_check.h"
+#include "common/base/logging.h"
+#include "protocol/mpi_check.h"
 
 namespace scalebench {
 

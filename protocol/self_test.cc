@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 

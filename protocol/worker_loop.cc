@@ -4,12 +4,12 @@
 #include <chrono>
 #include <thread>
 
-#include "common/error.h"
-#include "common/logging.h"
-#include "common/mpi_comm.h"
-#include "common/poll_backoff.h"
-#include "common/provenance.h"
+#include "common/base/error.h"
+#include "common/base/logging.h"
+#include "common/results/provenance.h"
 #include "protocol/fault_injection.h"
+#include "protocol/mpi_comm.h"
+#include "protocol/poll_backoff.h"
 
 namespace scalebench {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "common/messages.h"
+#include "common/cell/messages.h"
 #include "protocol/cell_runner.h"
 
 namespace scalebench {

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "common/error.h"
-#include "common/exit_status.h"
+#include "common/base/error.h"
+#include "common/base/exit_status.h"
 #include "protocol/fault_injection.h"
 #include "protocol/job_control.h"
 #include "protocol/signals.h"

@@ -2,7 +2,7 @@
 // Note [Orchestrator protocol] from the hello to the final exit-status broadcast.
 #pragma once
 
-#include "common/logging.h"
+#include "common/base/logging.h"
 #include "protocol/cell_runner.h"
 #include "protocol/worker_factory.h"
 

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "common/error.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
+#include "protocol/mpi_check.h"
 
 namespace scalebench {
 namespace {

@@ -1,4 +1,4 @@
-// The worker's half of accuracy validation (Note [Accuracy validation] in common/accuracy.h):
+// The worker's half of accuracy validation (Note [Accuracy validation] in common/cell/accuracy.h):
 // per-rank comparison sums of two output tensors (SSIM included), their exact reduction over
 // the group, and the fp32 math the reference runs under.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include <utility>
 
-#include "common/accuracy.h"
+#include "common/cell/accuracy.h"
 #include "worker/models/zoo_model.h"
 
 namespace scalebench {

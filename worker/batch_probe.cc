@@ -7,11 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "common/error.h"
-#include "common/logging.h"
-#include "common/mpi_check.h"
-#include "common/stats.h"
+#include "common/base/error.h"
+#include "common/base/logging.h"
+#include "common/cell/stats.h"
 #include "protocol/cell_progress_reporter.h"
+#include "protocol/mpi_check.h"
 #include "worker/infer_workload.h"
 #include "worker/memory_stats.h"
 #include "worker/train_workload.h"

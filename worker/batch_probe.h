@@ -1,5 +1,5 @@
 // Batch size `auto` on a worker group: runs the probes of Note [Batch search]
-// (common/batch_search.h) and picks the batch the cell's timed loop runs.
+// (common/cell/batch_search.h) and picks the batch the cell's timed loop runs.
 //
 // Note [Group probes]
 // ~~~~~~~~~~~~~~~~~~~
@@ -29,8 +29,8 @@
 #include <chrono>
 #include <vector>
 
-#include "common/batch_search.h"
-#include "common/messages.h"
+#include "common/cell/batch_search.h"
+#include "common/cell/messages.h"
 
 namespace scalebench {
 

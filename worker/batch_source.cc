@@ -1,7 +1,7 @@
 #include "worker/batch_source.h"
 
-#include "common/error.h"
-#include "common/messages.h"
+#include "common/base/error.h"
+#include "common/cell/messages.h"
 #include "worker/hdf5_batches.h"
 #include "worker/synthetic_data.h"
 

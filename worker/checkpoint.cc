@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace models {

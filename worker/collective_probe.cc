@@ -6,8 +6,8 @@
 #include <numeric>
 #include <optional>
 
-#include "common/error.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
+#include "protocol/mpi_check.h"
 #include "worker/collective_backend.h"
 #include "worker/device_selection.h"
 #include "worker/train_workload.h"

@@ -1,5 +1,5 @@
 // CUDA_CHECK and NCCL_CHECK: the one check macro per library for CUDA runtime and NCCL
-// calls. They throw scalebench::CudaError / NcclError (common/error.h) with host, rank,
+// calls. They throw scalebench::CudaError / NcclError (common/base/error.h) with host, rank,
 // file:line, the failed expression and the library's own error text; NCCL errors also
 // name the NCCL version (compiled against and loaded) and NCCL's last error message.
 // Include only from *_cuda.cc files (compiled when SCALEBENCH_HAVE_CUDA).
@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 

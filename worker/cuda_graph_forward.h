@@ -25,7 +25,7 @@
 
 #include <memory>
 
-#include "common/cell_spec.h"
+#include "common/cell/cell_spec.h"
 #include "worker/models/zoo_model.h"
 
 namespace scalebench {

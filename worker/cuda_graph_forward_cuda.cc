@@ -5,7 +5,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "worker/cuda_graph_forward.h"
 #include "worker/workload.h"
 

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 

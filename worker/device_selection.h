@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "common/cell_spec.h"
+#include "common/cell/cell_spec.h"
 #include "protocol/cell_runner.h"
 #include "worker/gpu_power.h"
 

@@ -9,13 +9,13 @@
 #include <tuple>
 #include <utility>
 
-#include "common/bucket_assignment.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/cell/bucket_assignment.h"
 
 // Note [Gradient buckets]
 // ~~~~~~~~~~~~~~~~~~~~~~~
 // Layout. The parameters that require grad, in model order, are grouped by
-// compute_bucket_assignment_by_size (common/bucket_assignment.h): reverse order, because
+// compute_bucket_assignment_by_size (common/cell/bucket_assignment.h): reverse order, because
 // the last layers' gradients are computed first in backward; the first bucket small
 // (ReducerOptions::first_bucket_bytes) so that communication starts early, the others
 // up to bucket_bytes; one dtype and device per bucket. Each bucket owns one flat

@@ -4,7 +4,7 @@
 
 #include <functional>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/hdf5_check.h"
+#include "common/hdf5/check.h"
 #include "worker/batch_source.h"
 
 namespace scalebench {

@@ -14,8 +14,8 @@
 #include <memory>
 #include <string>
 
-#include "common/cell_spec.h"
-#include "common/messages.h"
+#include "common/cell/cell_spec.h"
+#include "common/cell/messages.h"
 #include "worker/workload.h"
 
 namespace scalebench {

@@ -11,10 +11,10 @@
 #include <optional>
 #include <thread>
 
-#include "common/error.h"
-#include "common/logging.h"
-#include "common/mpi_check.h"
-#include "common/mpi_comm.h"
+#include "common/base/error.h"
+#include "common/base/logging.h"
+#include "protocol/mpi_check.h"
+#include "protocol/mpi_comm.h"
 #include "worker/collective_backend.h"
 
 // Note [MPI communication thread]

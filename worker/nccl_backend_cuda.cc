@@ -9,9 +9,9 @@
 #include <mutex>
 #include <thread>
 
-#include "common/error.h"
-#include "common/logging.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
+#include "common/base/logging.h"
+#include "protocol/mpi_check.h"
 #include "worker/collective_backend.h"
 #include "worker/cuda_check.h"
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_set>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

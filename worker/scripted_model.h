@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "common/cell_spec.h"
+#include "common/cell/cell_spec.h"
 #include "worker/model_zoo.h"
 
 namespace scalebench {

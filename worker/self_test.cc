@@ -9,8 +9,8 @@
 #include <map>
 #include <thread>
 
-#include "common/error.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
+#include "protocol/mpi_check.h"
 #include "worker/collective_backend.h"
 #include "worker/collective_probe.h"
 #include "worker/device_selection.h"

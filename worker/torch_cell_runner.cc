@@ -10,13 +10,13 @@
 #include <tuple>
 #include <utility>
 
-#include "common/deadline_watchdog.h"
-#include "common/effective_settings.h"
-#include "common/error.h"
-#include "common/logging.h"
-#include "common/mpi_check.h"
-#include "common/zoo_names.h"
+#include "common/base/deadline_watchdog.h"
+#include "common/base/error.h"
+#include "common/base/logging.h"
+#include "common/cell/effective_settings.h"
+#include "common/cell/zoo_names.h"
 #include "protocol/cell_progress_reporter.h"
+#include "protocol/mpi_check.h"
 #include "worker/batch_probe.h"
 #include "worker/cpu_allocation_counter.h"
 #include "worker/cpu_threads.h"
@@ -222,7 +222,7 @@ class TorchCellRunner : public CellRunner {
       const int threads =
           configure_cpu_threads(context.node_cores, context.local_workers, cell.cpu_threads);
       result.metrics["cpu_threads"] = threads;
-      // Note [CPU oversubscription] (common/cell_summary.cc)
+      // Note [CPU oversubscription] (common/results/cell_summary.cc)
       result.metrics["node_cores"] = context.node_cores;
       result.metrics["node_workers"] = context.local_workers;
       result.metrics["mpi_comm_threads"] = 0;  // a training cell on MPI reports its thread

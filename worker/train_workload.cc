@@ -6,8 +6,8 @@
 #include <cmath>
 #include <utility>
 
-#include "common/error.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
+#include "protocol/mpi_check.h"
 #include "worker/accuracy_sums.h"
 #include "worker/batch_source.h"
 #include "worker/collective_backend.h"

@@ -10,8 +10,8 @@
 
 #include <memory>
 
-#include "common/cell_spec.h"
-#include "common/messages.h"
+#include "common/cell/cell_spec.h"
+#include "common/cell/messages.h"
 #include "worker/workload.h"
 
 namespace scalebench {

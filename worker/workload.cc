@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "common/error.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
+#include "protocol/mpi_check.h"
 #include "worker/scripted_model.h"
 
 namespace scalebench {

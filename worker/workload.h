@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "common/accuracy.h"
-#include "common/cell_spec.h"
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/cell/accuracy.h"
+#include "common/cell/cell_spec.h"
 #include "worker/gpu_power.h"
 #include "worker/gradient_reducer.h"
 #include "worker/model_zoo.h"
@@ -55,7 +55,7 @@ class Workload {
   /// The gradient buckets' allreduces of the iteration just run (training with a reducer);
   /// empty for workloads without buckets.
   [[nodiscard]] virtual std::vector<BucketTiming> last_bucket_timings() const { return {}; }
-  /// Note [Accuracy validation] (common/accuracy.h): compares the cell with its fp32
+  /// Note [Accuracy validation] (common/cell/accuracy.h): compares the cell with its fp32
   /// reference, after the loop and outside every timer; collective over the group (every
   /// rank calls it, and gets the same report). `validation_s` goes into `metrics`. Throws
   /// CellError(kValidation) when the comparison cannot be made.

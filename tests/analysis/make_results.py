@@ -5,7 +5,7 @@ layout exactly as the C++ writer does (test_summary.py checks it against the C++
 golden tests/data/results/layout_v1.txt): root provenance attributes, one group per cell
 with the spec copies, status, timings (rank x iteration x phase, NaN-padded), per-rank
 metrics, hosts and devices, and the `summary` subgroup computed from the timings with
-the rules of common/cell_summary.cc and the thresholds of common/cell_summary.h (read from
+the rules of common/results/cell_summary.cc and the thresholds of common/results/cell_summary.h (read from
 the header). That second implementation of the summary lives here, in the test helper
 only: the analysis package reads the summary from the file. Timings are drawn from a
 seeded numpy RNG.
@@ -46,8 +46,8 @@ def cpp_constant(header: str, name: str) -> str:
     return found.group(1)
 
 
-#: The layout version written: kResultsLayoutVersion of common/results_store.h.
-LAYOUT_VERSION = cpp_constant("common/results_store.h", "kResultsLayoutVersion")
+#: The layout version written: kResultsLayoutVersion of common/results/store.h.
+LAYOUT_VERSION = cpp_constant("common/results/store.h", "kResultsLayoutVersion")
 TRAIN_PHASES = ["data", "h2d", "forward", "backward", "comm_wait", "optimizer", "step"]
 INFER_PHASES = ["load", "h2d", "forward", "d2h", "batch"]
 RANK_METRICS = [
@@ -84,7 +84,7 @@ def make_spec(
     **settings,
 ):
     """A cell spec as to_json(CellSpec) writes it. `settings` are the settings that enter
-    the spec only when not default (common/cell_spec.cc canonical_json): the batch search's
+    the spec only when not default (common/cell/cell_spec.cc canonical_json): the batch search's
     `min_batch`, `max_batch`, `memory_limit_mb`, ... of a `batch_size: auto` cell (batch 0)."""
     spec = {
         "branch": branch,
@@ -160,10 +160,10 @@ def infer_timings(rng, batch, world, per_sample_s, sigma=0.03, drift=0.0):
 
 
 def cpp_thresholds() -> dict:
-    """The validity thresholds of common/cell_summary.h, typed as the summary stores them."""
+    """The validity thresholds of common/results/cell_summary.h, typed as the summary stores them."""
 
     def value(name):
-        return cpp_constant("common/cell_summary.h", name)
+        return cpp_constant("common/results/cell_summary.h", name)
 
     return {
         "min_valid_iterations": np.int64(value("kMinValidIterations")),
@@ -173,7 +173,7 @@ def cpp_thresholds() -> dict:
 
 
 def _statistics(values: np.ndarray) -> dict:
-    """common/stats.cc summarize(): NaN-free values; std (n-1) and cv NaN below 2 values,
+    """common/cell/stats.cc summarize(): NaN-free values; std (n-1) and cv NaN below 2 values,
     everything but count NaN for none."""
     values = values[np.isfinite(values)]
     count, nan = values.size, float("nan")
@@ -217,7 +217,7 @@ def summary_of(
     figures=None,
 ):
     """The `summary` attributes with the names, types and values that
-    common/cell_summary.cc + common/results_cells.cc write (schemas/results-layout.md).
+    common/results/cell_summary.cc + common/results/cells.cc write (schemas/results-layout.md).
     `batch` is the batch the loop ran; `figures` the batch figures of a `batch_size: auto`
     cell (batch_figures), None for any other."""
     measured = timings[:, warmup:, :]
@@ -255,7 +255,7 @@ def summary_of(
         if np.isfinite(peak).any():
             out["peak_memory_bytes"] = float(np.nanmax(peak))
             break
-    # common/cell_summary.cc: the group's last loss, and Note [CPU oversubscription].
+    # common/results/cell_summary.cc: the group's last loss, and Note [CPU oversubscription].
     losses = _metric(rank_metrics, names, "final_loss")
     out["final_loss_mean"] = float(np.mean(losses)) if mode == "train" else float("nan")
     load = (
@@ -298,15 +298,15 @@ def summary_of(
     return out
 
 
-#: kKneeFraction of common/batch_search.h: the knee is the smallest batch within it of the best.
-KNEE_FRACTION = float(cpp_constant("common/batch_search.h", "kKneeFraction"))
+#: kKneeFraction of common/cell/batch_search.h: the knee is the smallest batch within it of the best.
+KNEE_FRACTION = float(cpp_constant("common/cell/batch_search.h", "kKneeFraction"))
 PROBE_COLUMNS = ["batch", "median_s", "p99_s", "throughput_samples_per_s", "peak_memory_bytes"]
 
 
 def batch_figures(probes, status, budget_bytes, safety_margin=0.1, latency_slo_ms=0.0) -> dict:
     """The summary's batch figures of a `batch_size: auto` cell from its probes (rows of
     PROBE_COLUMNS) and their statuses, with the rules of batch_figures() in
-    common/batch_search.cc, typed as the summary stores them."""
+    common/cell/batch_search.cc, typed as the summary stores them."""
     rows = [dict(zip(PROBE_COLUMNS, row)) for row in np.asarray(probes, dtype=float)]
     fit = sorted((r for r, s in zip(rows, status) if s == "ok"), key=lambda r: r["batch"])
     failed = [r["batch"] for r, s in zip(rows, status) if s != "ok"]
@@ -403,7 +403,7 @@ def write_summary(group: h5py.Group) -> None:
 
 def cpp_timings_layout(shape) -> dict:
     """create_dataset keywords that store `timings` of `shape` as the C++ writer does
-    (common/results_cells.cc): one chunk per rank of at most 1 MiB, shuffle + gzip level 4.
+    (common/results/cells.cc): one chunk per rank of at most 1 MiB, shuffle + gzip level 4.
     _write_cell's default is h5py's automatic chunking with gzip alone."""
     rows = min(shape[1], max(1, (1 << 20) // (8 * shape[2])))
     return {
@@ -560,7 +560,7 @@ AUTO_RANK_METRICS = ["batch_size", "memory_budget_bytes", "batch_search_s"]
 
 
 def write_probes(group: h5py.Group, probes, status, times) -> None:
-    """The `probes` and `probe_times` datasets as common/results_cells.cc write_probes()
+    """The `probes` and `probe_times` datasets as common/results/cells.cc write_probes()
     writes them (contiguous float64, JSON `columns` and `status`)."""
     d = group.create_dataset("probes", data=np.asarray(probes, dtype=np.float64))
     d.attrs["columns"] = json.dumps(PROBE_COLUMNS)
@@ -611,7 +611,7 @@ class AutoCell:
                 rows.append([batch, median, p99, throughput, memory(batch)])
             self.status.append(state)
             self.times.append(times)
-            if state == "ok":  # common/batch_search.cc BatchSearch::record
+            if state == "ok":  # common/cell/batch_search.cc BatchSearch::record
                 ok = batch
             else:
                 failed = batch
@@ -702,7 +702,7 @@ def _root_attrs(f, path):
 
 def _fixed_string(value: str) -> np.ndarray:
     """A fixed-length, NUL-terminated UTF-8 string as the C++ writer stores every string
-    since layout 1.2 (Note [Fixed-length strings] in common/h5_wrappers.cc)."""
+    since layout 1.2 (Note [Fixed-length strings] in common/hdf5/wrappers.cc)."""
     data = value.encode("utf-8")
     return np.array(data, dtype=h5py.string_dtype("utf-8", len(data) + 1))
 
@@ -873,7 +873,7 @@ def write_results(path, seed: int = 20240601, repetitions: bool = False) -> str:
 
 
 def splitmix64(state: int) -> tuple[int, int]:
-    """(new state, output) of splitmix64, as common/repetition_stats.cc."""
+    """(new state, output) of splitmix64, as common/cell/repetition_stats.cc."""
     mask = 0xFFFFFFFFFFFFFFFF
     state = (state + 0x9E3779B97F4A7C15) & mask
     z = state
@@ -1006,7 +1006,7 @@ def copy_with_slowdown(src, dst, cell_id: str, factor: float) -> str:
 
 def rewrite_series(path) -> None:
     """Recomputes every `/series` group of the file at `path` from the repetitions it lists,
-    as the C++ writer does at the end of a run (common/repetition_stats.cc summarize_series):
+    as the C++ writer does at the end of a run (common/cell/repetition_stats.cc summarize_series):
     a repetition counts when it is `ok` with a finite summary `median_s`; with fewer than
     two the intervals are NaN, with none the median and spread too. For tests that change
     repetitions (their timings, their status) after add_repetitions."""

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/git_repo.h"
-#include "common/messages.h"
-#include "common/tree_experiments.h"
+#include "common/cell/messages.h"
+#include "common/matrix/git_repo.h"
+#include "common/matrix/tree_experiments.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

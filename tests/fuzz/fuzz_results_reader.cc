@@ -8,8 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include "common/error.h"
-#include "common/results_store.h"
+#include "common/base/error.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/tmp/scalebench-fuzz-" + std::to_string(getpid()) + ".h5";

@@ -13,9 +13,10 @@
 #include <numeric>
 #include <thread>
 
-#include "common/exit_status.h"
-#include "common/mpi_comm.h"
-#include "common/results_store.h"
+#include "common/base/exit_status.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
+#include "protocol/mpi_comm.h"
 #include "run_cell.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
@@ -174,30 +175,20 @@ experiments:
 )";
 
 TEST(BatchAutoRun, ProbesAndFiguresAreStoredAndAForcedOomLetsTheSweepGoOn) {
-  std::unique_ptr<testing::TempDir> dir;
-  std::string root;
-  if (world_rank() == 0) {
-    dir = std::make_unique<testing::TempDir>();
-    root = dir->path().string();
-    testing::write_file(dir->path() / "m.yaml", kMatrix);
-  }
-  root = testing_real::broadcast_from_rank0(root);
-  const fs::path out = fs::path(root) / "r.h5";
+  const testing::TempDir dir;
   setenv("SCALEBENCH_PROGRESS_INTERVAL", "0.000001", 1);  // Note [Cell progress]: every probe
-  const int status =
-      testing_real::run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
-                                  "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
+  const auto run = testing_real::run_matrix(dir.path(), kMatrix);
   unsetenv("SCALEBENCH_PROGRESS_INTERVAL");
-  EXPECT_EQ(status, kExitCellsFailed);  // the forced oom
+  EXPECT_EQ(run.status, kExitCellsFailed);  // the forced oom
   if (world_rank() != 0) return;
   // The batch search reports its probes to rank 0's log (stage "probe b<N>").
   std::string logs;
-  for (const auto& entry : fs::directory_iterator(fs::path(root) / "logs")) {
+  for (const auto& entry : fs::directory_iterator(run.logs())) {
     std::ifstream in(entry.path());
     logs.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   EXPECT_NE(logs.find(": probe b1 iteration 1 of 2"), std::string::npos);
-  const auto cells = read_results_overview(out).at("cells");
+  const auto cells = read_results_overview(run.results()).at("cells");
   ASSERT_EQ(cells.size(), 4U);
   int searched = 0;
   for (const auto& [id, cell] : cells.items()) {

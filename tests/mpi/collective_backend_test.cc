@@ -10,10 +10,10 @@
 #include <chrono>
 #include <vector>
 
-#include "common/deadline_watchdog.h"
-#include "common/error.h"
-#include "common/mpi_check.h"
-#include "common/mpi_comm.h"
+#include "common/base/deadline_watchdog.h"
+#include "common/base/error.h"
+#include "protocol/mpi_check.h"
+#include "protocol/mpi_comm.h"
 
 namespace scalebench {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <functional>
 
-#include "common/error.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
+#include "protocol/mpi_check.h"
 #include "worker/collective_backend.h"
 #include "worker/gradient_reducer.h"
 

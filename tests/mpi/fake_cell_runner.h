@@ -22,10 +22,10 @@
 #include <string>
 #include <thread>
 
-#include "common/error.h"
-#include "common/mpi_check.h"
+#include "common/base/error.h"
 #include "protocol/cell_runner.h"
 #include "protocol/fault_injection.h"
+#include "protocol/mpi_check.h"
 
 namespace scalebench::testing_fake {
 

@@ -2,8 +2,8 @@
 // rank, which echoes back a RankResult built from it.
 #include <gtest/gtest.h>
 
-#include "common/messages.h"
-#include "common/mpi_comm.h"
+#include "common/cell/messages.h"
+#include "protocol/mpi_comm.h"
 
 namespace scalebench {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include "common/mpi_check.h"
+#include "protocol/mpi_check.h"
 
 namespace {
 

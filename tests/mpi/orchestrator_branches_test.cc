@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "common/mpi_comm.h"
-#include "common/results_store.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "orchestrator/commands.h"
+#include "protocol/mpi_comm.h"
 #include "run_fake_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 

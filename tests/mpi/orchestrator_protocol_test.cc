@@ -8,10 +8,10 @@
 #include <map>
 #include <set>
 
-#include "common/logging.h"
-#include "common/mpi_comm.h"
+#include "common/base/logging.h"
 #include "fake_cell_runner.h"
 #include "orchestrator/orchestrator.h"
+#include "protocol/mpi_comm.h"
 #include "protocol/worker_loop.h"
 
 namespace scalebench {

@@ -9,11 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
-#include "common/mpi_comm.h"
-#include "common/results_store.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "orchestrator/commands.h"
+#include "protocol/mpi_comm.h"
 #include "run_fake_cli.h"
 
 namespace scalebench {

@@ -16,13 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "common/build_info.h"
-#include "common/h5_wrappers.h"
-#include "common/mpi_comm.h"
-#include "common/results_store.h"
+#include "common/base/build_info.h"
+#include "common/hdf5/wrappers.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/run_options.h"
+#include "protocol/mpi_comm.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 
@@ -111,20 +112,12 @@ std::map<std::string, std::vector<double>> rank_metrics(const fs::path& file,
 TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
   if (std::string(build_info::kPython).empty()) GTEST_SKIP() << "no SCALEBENCH_PYTHON";
   std::unique_ptr<OwnModelRepo> fixture;
-  std::string root;
-  if (world_rank() == 0) {
-    fixture = std::make_unique<OwnModelRepo>();
-    root = fixture->root.path().string();
-    testing::write_file(fixture->root.path() / "m.yaml", matrix_text());
-  }
-  root = testing_real::broadcast_from_rank0(root);
-  const fs::path out = fs::path(root) / "r.h5";
-  const int status =
-      testing_real::run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
-                                  "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
-  EXPECT_EQ(status, kExitCellsFailed);  // the `missing` cells
+  if (world_rank() == 0) fixture = std::make_unique<OwnModelRepo>();
+  const auto run = testing_real::run_matrix(
+      fixture ? fixture->root.path() : std::filesystem::path(), matrix_text());
+  EXPECT_EQ(run.status, kExitCellsFailed);  // the `missing` cells
   if (world_rank() != 0) return;
-  const auto cells = read_results_overview(out).at("cells");
+  const auto cells = read_results_overview(run.results()).at("cells");
   ASSERT_EQ(cells.size(), 2U * (4 + 4 + 1));
   std::map<std::string, double> parameters_by_branch;
   int checked_data_cells = 0;
@@ -142,10 +135,10 @@ TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
       continue;
     }
     ASSERT_EQ(cell.at("status"), "ok") << id << ": " << cell.at("reason");
-    const fs::path worktree = out.string() + ".work/worktrees/" + commit.substr(0, 12);
+    const fs::path worktree = run.results().string() + ".work/worktrees/" + commit.substr(0, 12);
     const auto expected =
         nlohmann::json::parse(testing::read_file(worktree / "build" / "expected.json"));
-    const auto metrics = rank_metrics(out, id);
+    const auto metrics = rank_metrics(run.results(), id);
     const int world = cell.at("spec").at("world_size");
     ASSERT_EQ(metrics.at("parameter_count").size(), static_cast<size_t>(world));
     for (const double count : metrics.at("parameter_count")) {

@@ -10,10 +10,10 @@
 #include <set>
 #include <string>
 
-#include "common/exit_status.h"
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
-#include "common/mpi_comm.h"
+#include "common/base/exit_status.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
+#include "protocol/mpi_comm.h"
 #include "protocol/worker_loop.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"

@@ -14,14 +14,16 @@
 #include <map>
 #include <sstream>
 
-#include "common/dispatch_order.h"
-#include "common/exit_status.h"
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
-#include "common/matrix.h"
-#include "common/mpi_comm.h"
-#include "common/repetition_stats.h"
-#include "common/results_store.h"
+#include "common/base/exit_status.h"
+#include "common/cell/repetition_stats.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
+#include "common/matrix/matrix.h"
+#include "common/results/overview.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
+#include "orchestrator/dispatch_order.h"
+#include "protocol/mpi_comm.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 
@@ -45,15 +47,10 @@ class RepetitionsRun : public ::testing::Test {
   static void SetUpTestSuite() {
     // Note [Cell progress]: report after every iteration, so that these short cells do.
     setenv("SCALEBENCH_PROGRESS_INTERVAL", "0.000001", 1);
-    if (world_rank() == 0) {
-      dir_ = new testing::TempDir();
-      root_ = dir_->path().string();
-      testing::write_file(dir_->path() / "m.yaml", kMatrix);
-    }
-    root_ = testing_real::broadcast_from_rank0(root_);
-    status_ = testing_real::run_real_cli({(fs::path(root_) / "m.yaml").string(), "-o",
-                                          (fs::path(root_) / "r.h5").string(), "--log-dir",
-                                          (fs::path(root_) / "logs").string(), "--quiet"});
+    dir_ = new testing::TempDir();
+    const auto run = testing_real::run_matrix(dir_->path(), kMatrix);
+    root_ = run.root.string();
+    status_ = run.status;
     unsetenv("SCALEBENCH_PROGRESS_INTERVAL");
   }
   static void TearDownTestSuite() {

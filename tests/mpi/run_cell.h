@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/mpi_comm.h"
+#include "protocol/mpi_comm.h"
 #include "worker/torch_cell_runner.h"
 
 namespace scalebench::testing_real {

@@ -1,10 +1,12 @@
 // `scalebench run <args...>` in-process with the real LibTorch CellRunner, for MPI tests that
-// drive the whole command path, and the broadcast of rank 0's scratch folder. Every rank
-// calls both.
+// drive the whole command path, the broadcast of rank 0's scratch folder, and the two
+// together: a matrix text run as a user would. Every rank calls each of them.
 #pragma once
 
 #include <mpi.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +43,28 @@ inline std::string broadcast_from_rank0(std::string text) {
   text.resize(static_cast<size_t>(size));
   MPI_Bcast(text.data(), size, MPI_CHAR, 0, MPI_COMM_WORLD);
   return text;
+}
+
+/// A matrix run by run_matrix: rank 0's folder (the same path on every rank) and the status.
+struct MatrixRun {
+  std::filesystem::path root;
+  int status = 0;
+  [[nodiscard]] std::filesystem::path results() const { return root / "r.h5"; }
+  [[nodiscard]] std::filesystem::path logs() const { return root / "logs"; }
+};
+
+/// Rank 0 writes `matrix_text` to `<folder>/m.yaml` (`folder` is rank 0's, existing; the other
+/// ranks' argument is ignored), then every rank runs
+/// `scalebench run <folder>/m.yaml -o <folder>/r.h5 --log-dir <folder>/logs --quiet`.
+inline MatrixRun run_matrix(const std::filesystem::path& folder, const std::string& matrix_text) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0) std::ofstream(folder / "m.yaml") << matrix_text;
+  MatrixRun run;
+  run.root = broadcast_from_rank0(folder.string());
+  run.status = run_real_cli({(run.root / "m.yaml").string(), "-o", run.results().string(),
+                             "--log-dir", run.logs().string(), "--quiet"});
+  return run;
 }
 
 }  // namespace scalebench::testing_real

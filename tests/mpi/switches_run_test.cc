@@ -12,10 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "common/exit_status.h"
-#include "common/mpi_comm.h"
-#include "common/results_store.h"
+#include "common/base/exit_status.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "orchestrator/cli.h"
+#include "protocol/mpi_comm.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 
@@ -44,21 +45,11 @@ bool has_reason(const nlohmann::json& cell, const std::string& start) {
 }
 
 TEST(SwitchesRun, RequestedAndEffectiveAreStoredAndGpuSwitchesAreIneffectiveOnCpu) {
-  std::unique_ptr<testing::TempDir> dir;
-  std::string root;
-  if (world_rank() == 0) {
-    dir = std::make_unique<testing::TempDir>();
-    root = dir->path().string();
-    testing::write_file(dir->path() / "m.yaml", kMatrix);
-  }
-  root = testing_real::broadcast_from_rank0(root);
-  const fs::path out = fs::path(root) / "r.h5";
-  const int status =
-      testing_real::run_real_cli({(fs::path(root) / "m.yaml").string(), "-o", out.string(),
-                                  "--log-dir", (fs::path(root) / "logs").string(), "--quiet"});
-  EXPECT_EQ(status, kExitOk);
+  const testing::TempDir dir;
+  const auto run = testing_real::run_matrix(dir.path(), kMatrix);
+  EXPECT_EQ(run.status, kExitOk);
   if (world_rank() != 0) return;
-  const auto cells = read_results_overview(out).at("cells");
+  const auto cells = read_results_overview(run.results()).at("cells");
   ASSERT_EQ(cells.size(), 2U * 2U * 2U + 1U);
   for (const auto& [id, cell] : cells.items()) {
     SCOPED_TRACE(id);

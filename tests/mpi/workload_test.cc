@@ -11,7 +11,7 @@
 #include <numeric>
 #include <thread>
 
-#include "common/mpi_comm.h"
+#include "protocol/mpi_comm.h"
 #include "run_cell.h"
 #include "worker/accuracy_sums.h"
 #include "worker/torch_cell_runner.h"

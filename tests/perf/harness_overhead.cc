@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cell_spec.h"
+#include "common/cell/cell_spec.h"
 #include "worker/batch_source.h"
 #include "worker/model_zoo.h"
 #include "worker/synthetic_data.h"

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <map>
 
-#include "common/error.h"
-#include "common/zoo_names.h"
+#include "common/base/error.h"
+#include "common/cell/zoo_names.h"
 #include "worker/model_zoo.h"
 
 namespace scalebench {
@@ -11,7 +11,7 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-/// Throws InputError with common/zoo_names.h's text unless `shape` suits the model (the
+/// Throws InputError with common/cell/zoo_names.h's text unless `shape` suits the model (the
 /// matrix front end checks with the same rules, so a validated matrix never fails here).
 void require_shape(const std::string& model, const Shape& shape) {
   const ZooModelInfo* rules = find_zoo_model(model);

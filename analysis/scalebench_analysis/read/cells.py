@@ -18,7 +18,7 @@ STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted
 
 #: The validity thresholds of summaries that do not store them. Since layout 1.1 every
 #: `summary` holds the thresholds its `valid_*` flags were judged by (scalebench defines
-#: them once, in common/cell_summary.h); a layout 1.0 writer judged by these fixed values
+#: them once, in common/results/cell_summary.h); a layout 1.0 writer judged by these fixed values
 #: (schemas/results-layout.md of 1.0), so a 1.0 summary is read as if it stored them. This
 #: is a record of what 1.0 files mean, not a second definition: nothing re-judges a flag.
 LAYOUT_1_0_THRESHOLDS = {

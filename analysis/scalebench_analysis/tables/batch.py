@@ -107,7 +107,7 @@ def batch_table(points: pd.DataFrame, slo_p99_ms: float | None = None) -> pd.Dat
 # 1.4) or a listed-batch group: the ordinary cells of one curve (curve_key: they differ only
 # in batch size) with at least two batches that ran ok. An auto cell's figures
 # (max_batch_ok, oom_batch, best, knee, slo, recommended) are the file's: scalebench
-# computed them from the same probes (common/batch_search.cc) and they are never recomputed
+# computed them from the same probes (common/cell/batch_search.cc) and they are never recomputed
 # here. A listed group's best / knee / SLO batch are _picks' (the `batch` table's:
 # trusted ok cells), its recommended batch the best, or with --slo-p99-ms the SLO batch.
 # Only figures that follow from one probe or cell are computed here:

@@ -1,6 +1,6 @@
 // Note [Accuracy validation]: the reference's settings, the exact reduction's fields, the
 // figures from reduced sums and the verdict, against hand-computed values.
-#include "common/accuracy.h"
+#include "common/cell/accuracy.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "common/messages.h"
+#include "common/cell/messages.h"
 
 namespace scalebench {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "common/error.h"
-#include "common/matrix.h"
-#include "common/settings.h"
+#include "common/base/error.h"
+#include "common/cell/settings.h"
+#include "common/matrix/matrix.h"
 
 namespace scalebench {
 namespace {

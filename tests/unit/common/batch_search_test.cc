@@ -1,13 +1,13 @@
 // Note [Batch search]: the search finds the exact boundary for every threshold, and the
 // figures equal hand-computed values.
-#include "common/batch_search.h"
+#include "common/cell/batch_search.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

@@ -1,6 +1,6 @@
 // Resolution of a matrix's repo/branches into commits, worktrees and results attributes,
 // against a real fixture git repository with two branches.
-#include "common/branch_resolution.h"
+#include "common/matrix/branch_resolution.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/resolved_matrix.h"
-#include "common/results_store.h"
+#include "common/matrix/resolved_matrix.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "tests/unit/common/git_test_fixture.h"
 #include "tests/unit/common/results_store_test_util.h"
 

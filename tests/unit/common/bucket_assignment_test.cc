@@ -1,12 +1,12 @@
 // Table-driven tests of compute_bucket_assignment_by_size.
-#include "common/bucket_assignment.h"
+#include "common/cell/bucket_assignment.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

@@ -1,10 +1,10 @@
-#include "common/cell_outcome.h"
+#include "common/cell/cell_outcome.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "common/messages.h"
+#include "common/cell/messages.h"
 
 namespace scalebench {
 namespace {

@@ -1,5 +1,5 @@
 // summarize_cell on hand-built RankResults with known answers.
-#include "common/cell_summary.h"
+#include "common/results/cell_summary.h"
 
 #include <gtest/gtest.h>
 

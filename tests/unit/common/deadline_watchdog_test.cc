@@ -1,6 +1,6 @@
 // DeadlineWatchdog: the action runs once at the deadline, or never when the watchdog is
 // destroyed first (the worker's collective watchdog, Note [Collective watchdog]).
-#include "common/deadline_watchdog.h"
+#include "common/base/deadline_watchdog.h"
 
 #include <gtest/gtest.h>
 

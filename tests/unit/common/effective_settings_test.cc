@@ -1,5 +1,5 @@
 // Note [Requested vs effective]: the rules that decide which switches take effect.
-#include "common/effective_settings.h"
+#include "common/cell/effective_settings.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "common/escaped_text.h"
+#include "common/base/escaped_text.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "common/git_repo.h"
+#include "common/matrix/git_repo.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "common/subprocess.h"
+#include "common/base/subprocess.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/subprocess.h"
+#include "common/base/subprocess.h"
 
 namespace scalebench::testing {
 

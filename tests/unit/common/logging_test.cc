@@ -1,13 +1,13 @@
 // Log files are never written through a symbolic link, and a --log-dir that cannot hold
 // the logs is refused before anything is written.
-#include "common/logging.h"
+#include "common/base/logging.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "common/build_info.h"
-#include "common/matrix_schema.h"
+#include "common/base/build_info.h"
+#include "common/matrix/schema.h"
 
 namespace {
 

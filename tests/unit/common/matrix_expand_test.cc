@@ -7,10 +7,10 @@
 #include <set>
 #include <string>
 
-#include "common/build_info.h"
-#include "common/error.h"
-#include "common/matrix.h"
-#include "common/zoo_names.h"
+#include "common/base/build_info.h"
+#include "common/base/error.h"
+#include "common/cell/zoo_names.h"
+#include "common/matrix/matrix.h"
 
 namespace scalebench {
 namespace {

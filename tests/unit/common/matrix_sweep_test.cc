@@ -1,5 +1,5 @@
 // Every setting is an axis (issue 12, Note [Every setting is an axis] in
-// common/matrix_expand.cc): a list under `sweep` or in an experiment makes one cell per
+// common/matrix/expand.cc): a list under `sweep` or in an experiment makes one cell per
 // value, with its own id, the value in the label where it varies, matchable by `exclude`.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 #include <set>
 #include <string>
 
-#include "common/error.h"
-#include "common/matrix.h"
-#include "common/settings.h"
+#include "common/base/error.h"
+#include "common/cell/settings.h"
+#include "common/matrix/matrix.h"
 
 namespace scalebench {
 namespace {

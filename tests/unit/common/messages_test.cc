@@ -1,13 +1,13 @@
 // The hello a worker sends rank 0 round-trips through its MessagePack form, and a hello
 // missing a field is refused with what is wrong.
-#include "common/messages.h"
+#include "common/cell/messages.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/provenance.h"
+#include "common/results/provenance.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/cell_spec.h"
+#include "common/cell/cell_spec.h"
 
 namespace scalebench {
 namespace {

@@ -1,6 +1,6 @@
 // Note [Repetitions]: the bootstrap interval against an exact bootstrap distribution, the
 // series figures against hand-computed values, the matrix expansion of repetitions.
-#include "common/repetition_stats.h"
+#include "common/cell/repetition_stats.h"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "common/cell_spec.h"
-#include "common/matrix.h"
-#include "common/stats.h"
+#include "common/cell/cell_spec.h"
+#include "common/cell/stats.h"
+#include "common/matrix/matrix.h"
+#include "common/results/overview.h"
 
 namespace scalebench {
 namespace {

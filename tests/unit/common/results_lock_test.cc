@@ -1,7 +1,5 @@
 // Note [One writer per results file]: one holder at a time, the holder named in the
 // refusal, the lock gone with its holder (even a SIGKILLed one), no link followed.
-#include "common/results_lock.h"
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,7 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
+#include "common/results/lock.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

@@ -11,9 +11,10 @@
 #include <set>
 #include <thread>
 
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
-#include "common/results_store.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "common/error.h"
-#include "common/results_store.h"
+#include "common/base/error.h"
+#include "common/results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

@@ -1,6 +1,4 @@
 // ResultsStore: create, mark, complete, read back, refusals, resume.
-#include "common/results_store.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -9,9 +7,11 @@
 #include <cmath>
 #include <fstream>
 
-#include "common/cell_summary.h"
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
+#include "common/results/cell_summary.h"
+#include "common/results/reader.h"
+#include "common/results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "common/cell_spec.h"
-#include "common/messages.h"
-#include "common/provenance.h"
+#include "common/cell/cell_spec.h"
+#include "common/cell/messages.h"
+#include "common/results/provenance.h"
 
 namespace scalebench::testing_util {
 

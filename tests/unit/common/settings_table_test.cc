@@ -13,10 +13,10 @@
 #include <sstream>
 #include <string>
 
-#include "common/build_info.h"
-#include "common/matrix.h"
-#include "common/matrix_schema.h"
-#include "common/settings.h"
+#include "common/base/build_info.h"
+#include "common/cell/settings.h"
+#include "common/matrix/matrix.h"
+#include "common/matrix/schema.h"
 
 namespace scalebench {
 namespace {

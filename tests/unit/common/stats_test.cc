@@ -1,6 +1,6 @@
-// Table-driven tests of common/stats against values computed with numpy
+// Table-driven tests of common/cell/stats against values computed with numpy
 // (np.mean, np.median, np.std(ddof=1), np.percentile default "linear" method).
-#include "common/stats.h"
+#include "common/cell/stats.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "common/subprocess.h"
+#include "common/base/subprocess.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

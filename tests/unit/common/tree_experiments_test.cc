@@ -1,6 +1,6 @@
 // Experiments read from the branch trees (configs/experiment/<name>.yaml), against a real
 // fixture git repository whose branches hold different experiment files.
-#include "common/tree_experiments.h"
+#include "common/matrix/tree_experiments.h"
 
 #include <gtest/gtest.h>
 
@@ -10,10 +10,10 @@
 #include <set>
 #include <sstream>
 
-#include "common/branch_resolution.h"
-#include "common/build_info.h"
-#include "common/git_repo.h"
-#include "common/resolved_matrix.h"
+#include "common/base/build_info.h"
+#include "common/matrix/branch_resolution.h"
+#include "common/matrix/git_repo.h"
+#include "common/matrix/resolved_matrix.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

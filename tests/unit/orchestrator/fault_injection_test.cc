@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

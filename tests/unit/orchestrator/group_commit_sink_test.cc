@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "../common/results_store_test_util.h"
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

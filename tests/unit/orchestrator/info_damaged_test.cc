@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "common/exit_status.h"
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
-#include "common/results_store.h"
+#include "common/base/exit_status.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
+#include "common/results/store.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/summary_table.h"
 #include "tests/unit/common/results_store_test_util.h"

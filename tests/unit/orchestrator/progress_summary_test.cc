@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "common/matrix.h"
+#include "common/matrix/matrix.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/progress.h"
 #include "orchestrator/summary_table.h"

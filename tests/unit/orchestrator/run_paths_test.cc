@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "orchestrator/run_preparation.h"
 
 namespace scalebench {

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 extern char** environ;
 

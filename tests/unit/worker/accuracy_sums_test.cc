@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "worker/model_zoo.h"
 #include "worker/workload.h"
 

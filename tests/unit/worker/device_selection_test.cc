@@ -8,7 +8,7 @@
 
 #include <thread>
 
-#include "common/error.h"
+#include "common/base/error.h"
 
 namespace scalebench {
 namespace {

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <numeric>
 
-#include "common/error.h"
-#include "common/h5_wrappers.h"
-#include "common/hdf5_check.h"
+#include "common/base/error.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
 #include "worker/batch_source.h"
 #include "worker/model_zoo.h"
 

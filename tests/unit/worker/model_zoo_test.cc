@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "common/error.h"
-#include "common/zoo_names.h"
+#include "common/base/error.h"
+#include "common/cell/zoo_names.h"
 
 namespace scalebench {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "worker/checkpoint.h"
 #include "worker/model_zoo.h"
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "common/error.h"
+#include "common/base/error.h"
 #include "worker/checkpoint.h"
 #include "worker/infer_workload.h"
 #include "worker/train_workload.h"

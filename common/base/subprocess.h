@@ -1,0 +1,135 @@
+// Child processes without a shell: an argument vector, captured output, a timeout that
+// kills the whole process group, and an exit status.
+//
+// See Note [Subprocess lifecycle] in subprocess.cc for the exact order of signals.
+//
+// Contract:
+//  * argv[0] is looked up in PATH (posix_spawnp, i.e. execvp semantics); no argument is
+//    ever interpreted by a shell, so `$(...)`, `;`, quotes and globs reach the program
+//    verbatim.
+//  * The child runs in a new process group whose id is its pid. A timeout sends SIGTERM to
+//    that group, then SIGKILL after `kill_grace_s`; when the child exits on its own, any
+//    process it left behind in its group is sent the same signals, so no process of the
+//    group outlives the call (a process that moved itself to another group or session, e.g.
+//    with setsid, is out of reach).
+//  * stdin is /dev/null; stdout and stderr go to a pipe read by the caller's thread; file
+//    descriptors >= 3 of the caller are not inherited.
+//  * Thread safety: one Subprocess per thread; distinct Subprocess objects are independent.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/base/error.h"
+
+namespace scalebench {
+
+/// The program could not be started (fork/spawn failed, program not found or not
+/// executable, working directory missing, log file not writable). A program that starts and
+/// then fails is NOT an error: it is a SubprocessResult with a non-zero status.
+class SubprocessError : public Error {
+ public:
+  SubprocessError(const std::string& message, int error_number)
+      : Error(message), error_number_(error_number) {}
+  /// errno of the failed call (ENOENT: program not found, EACCES: not executable, ...).
+  [[nodiscard]] int error_number() const { return error_number_; }
+
+ private:
+  int error_number_;
+};
+
+struct SubprocessOptions {
+  std::vector<std::string> argv;      ///< argv[0] = program (PATH lookup); must not be empty
+  std::filesystem::path working_dir;  ///< empty = the caller's current directory
+  /// Environment: the caller's, minus `unset_environment`, plus `set_environment` (which wins).
+  std::vector<std::pair<std::string, std::string>> set_environment;
+  std::vector<std::string> unset_environment;
+  double timeout_s = 0.0;     ///< wall-clock limit; 0 = none
+  double kill_grace_s = 2.0;  ///< time between SIGTERM and SIGKILL of the process group
+  /// false: stdout and stderr are merged, in the order written, into `output`.
+  /// true: stdout goes to `output` and stderr to `error_output`.
+  bool separate_stderr = false;
+  /// The last this-many bytes of each captured stream are kept (earlier bytes are dropped
+  /// and `output_truncated` is set). The log file always receives everything.
+  std::size_t max_captured_bytes = std::size_t{16} << 20;
+  /// Non-empty: all output (both streams) is appended to this file as it arrives; parent
+  /// directories are created.
+  std::filesystem::path log_path;
+};
+
+struct SubprocessResult {
+  int exit_code = -1;        ///< the program's exit code; -1 if it was ended by a signal
+  int term_signal = 0;       ///< the signal that ended it; 0 if it exited
+  bool timed_out = false;    ///< the timeout fired (the group was signalled because of it)
+  std::string output;        ///< stdout (+ stderr unless separate_stderr), tail-limited
+  std::string error_output;  ///< stderr when separate_stderr, else empty
+  bool output_truncated = false;
+  double wall_s = 0.0;  ///< from spawn to reaping the child
+
+  /// Exited by itself with status 0.
+  [[nodiscard]] bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
+  /// Shell convention: the exit code, or 128 + signal number when ended by a signal.
+  [[nodiscard]] int shell_status() const {
+    return term_signal != 0 ? 128 + term_signal : exit_code;
+  }
+  /// "exit status 3", "killed by signal 9 (SIGKILL)", "timed out after 1 s; killed by ...".
+  [[nodiscard]] std::string describe(double timeout_s = 0.0) const;
+};
+
+/// A running child process (RAII). The constructor starts it; `wait()` reads its output
+/// until it ends and returns the result. If the object is destroyed before `wait()`
+/// returned (e.g. an exception unwinds), the process group is killed with SIGKILL and the
+/// child is reaped: no zombie and no orphan of the group is left.
+class Subprocess {
+ public:
+  /// Starts the program. Throws SubprocessError when it cannot be started, InputError when
+  /// argv is empty or a timeout is negative.
+  explicit Subprocess(SubprocessOptions options);
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  Subprocess(Subprocess&&) = delete;
+  Subprocess& operator=(Subprocess&&) = delete;
+
+  /// Process id (= process group id) of the child.
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
+  /// Blocks until the child has ended (by itself or by the timeout) and its group has been
+  /// cleaned up; returns the result. Call at most once.
+  SubprocessResult wait();
+
+ private:
+  /// Waits up to `timeout_ms` for output and reads what is there; closes a pipe at EOF.
+  void pump(int timeout_ms, SubprocessResult& result);
+  void append_output(const char* data, std::size_t size, std::string& sink,
+                     SubprocessResult& result);
+  void signal_group(int signal_number) const;
+  void kill_and_reap() noexcept;
+
+  SubprocessOptions options_;
+  pid_t pid_ = -1;
+  int output_fd_ = -1;  ///< read end of the stdout (or merged) pipe; owned
+  int error_fd_ = -1;   ///< read end of the stderr pipe when separate_stderr; owned
+  int log_fd_ = -1;     ///< append-only log file; owned
+  int pid_fd_ = -1;     ///< pidfd of the child (readable once it exits); -1 if unsupported
+  bool reaped_ = false;
+  double started_at_s_ = 0.0;
+};
+
+/// Starts `options.argv`, waits, and returns the result. Throws like Subprocess().
+SubprocessResult run_subprocess(SubprocessOptions options);
+
+/// argv as a copy-pasteable, POSIX-shell-quoted line, for logs and messages only (it is
+/// never executed). Control characters are shown as $'\n'-style escapes.
+std::string quote_argv(const std::vector<std::string>& argv);
+
+/// The last `max_lines` lines of `text`, at most `max_bytes` bytes (cut at a line start
+/// where possible), prefixed with "...\n" when something was dropped.
+std::string tail_lines(const std::string& text, std::size_t max_lines, std::size_t max_bytes);
+
+}  // namespace scalebench

@@ -1,0 +1,121 @@
+#include "common/cell/batch_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/base/error.h"
+
+namespace scalebench {
+
+std::string to_string(ProbeStatus status) {
+  switch (status) {
+    case ProbeStatus::kOk:
+      return "ok";
+    case ProbeStatus::kOom:
+      return "oom";
+    case ProbeStatus::kOverBudget:
+      return "over_budget";
+  }
+  return "unknown";
+}
+
+BatchSearch::BatchSearch(int64_t min_batch, int64_t max_batch) : max_batch_(max_batch) {
+  if (min_batch < 1 || max_batch < min_batch) {
+    throw Error("batch search: need 1 <= min_batch <= max_batch, got " + std::to_string(min_batch) +
+                " and " + std::to_string(max_batch));
+  }
+  next_ = min_batch;
+}
+
+void BatchSearch::record(bool fits) {
+  if (!next_) throw Error("batch search: record() after the search ended");
+  const int64_t probed = *next_;
+  next_.reset();
+  if (fits) {
+    max_ok_ = probed;
+  } else {
+    first_failed_ = probed;
+  }
+  if (first_failed_ == 0) {  // still doubling
+    if (probed < max_batch_) next_ = probed > max_batch_ / 2 ? max_batch_ : 2 * probed;
+    return;
+  }
+  if (max_ok_ == 0) return;  // not even the smallest batch fits
+  if (first_failed_ - max_ok_ > 1) next_ = max_ok_ + (first_failed_ - max_ok_) / 2;
+}
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// Least-squares slope of memory over batch; NaN with fewer than two distinct batches.
+double memory_slope(const std::vector<const BatchProbe*>& fit) {
+  if (fit.size() < 2) return kNaN;
+  double mean_x = 0;
+  double mean_y = 0;
+  for (const auto* p : fit) {
+    mean_x += static_cast<double>(p->batch);
+    mean_y += p->peak_memory_bytes;
+  }
+  mean_x /= static_cast<double>(fit.size());
+  mean_y /= static_cast<double>(fit.size());
+  double sxy = 0;
+  double sxx = 0;
+  for (const auto* p : fit) {
+    const double dx = static_cast<double>(p->batch) - mean_x;
+    sxy += dx * (p->peak_memory_bytes - mean_y);
+    sxx += dx * dx;
+  }
+  return sxx > 0 ? sxy / sxx : kNaN;
+}
+
+}  // namespace
+
+BatchFigures batch_figures(const std::vector<BatchProbe>& probes,
+                           const BatchChoiceSettings& settings) {
+  BatchFigures figures;
+  figures.memory_per_sample_bytes = kNaN;
+  std::vector<const BatchProbe*> fit;
+  for (const auto& p : probes) {
+    if (p.status == ProbeStatus::kOk) {
+      fit.push_back(&p);
+      figures.max_batch_ok = std::max(figures.max_batch_ok, p.batch);
+    } else if (figures.oom_batch == 0 || p.batch < figures.oom_batch) {
+      figures.oom_batch = p.batch;
+    }
+  }
+  if (fit.empty()) return figures;
+  std::sort(fit.begin(), fit.end(),
+            [](const BatchProbe* a, const BatchProbe* b) { return a->batch < b->batch; });
+  const BatchProbe* best = fit.front();
+  for (const auto* p : fit) {
+    if (p->throughput > best->throughput) best = p;
+  }
+  figures.best_batch = best->batch;
+  for (const auto* p : fit) {
+    if (p->throughput >= kKneeFraction * best->throughput) {
+      figures.knee_batch = p->batch;
+      break;
+    }
+  }
+  const bool slo = settings.latency_slo_s > 0;
+  for (const auto* p : fit) {
+    if (slo && p->p99_s <= settings.latency_slo_s) figures.slo_batch = p->batch;
+  }
+  const double memory_cap = (1.0 - settings.safety_margin) * settings.memory_budget_bytes;
+  const BatchProbe* recommended = nullptr;
+  for (const auto* p : fit) {
+    const bool within_margin =
+        settings.memory_budget_bytes <= 0 || p->peak_memory_bytes <= memory_cap;
+    const bool meets_slo = !slo || p->p99_s <= settings.latency_slo_s;
+    if (within_margin && meets_slo && (!recommended || p->throughput > recommended->throughput)) {
+      recommended = p;
+    }
+  }
+  figures.recommended_batch = recommended ? recommended->batch : fit.front()->batch;
+  figures.memory_per_sample_bytes = memory_slope(fit);
+  return figures;
+}
+
+}  // namespace scalebench

@@ -1,0 +1,487 @@
+// YAML matrix reader: syntax checks, duplicate keys, schema, then typed extraction into a
+// MatrixRequest. See docs/matrix-reference.md for the format.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+
+#include "common/cell/settings.h"
+#include "common/matrix/git_repo.h"
+#include "common/matrix/request.h"
+#include "common/matrix/schema.h"
+#include "common/matrix/text.h"
+#include "common/matrix/tree_experiments.h"
+
+namespace scalebench {
+namespace {
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+/// Adds an error for each key that appears twice in one mapping (yaml-cpp keeps both).
+void check_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& file,
+                          Diagnostics& diagnostics) {
+  if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& entry : node) {
+      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+      const auto [previous, inserted] = seen.emplace(key, entry.first.Mark());
+      if (!inserted) {
+        diagnostics.error(location_of(entry.first, file, child_path(path, key)),
+                          "duplicate key (first written on line " +
+                              std::to_string(previous->second.line + 1) +
+                              "); keep only one of the two");
+      }
+      check_duplicate_keys(entry.second, child_path(path, key), file, diagnostics);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      check_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", file, diagnostics);
+    }
+  }
+}
+
+/// Adds an error at `node` (a list) when two of `values` are equal, naming the first
+/// repeat. The JSON Schema's uniqueItems is not used for this (see SchemaDocuments in
+/// common/matrix/schema.cc): O(n log n), one error per list.
+template <typename T>
+void check_repeats(const std::vector<T>& values, const SourceLocation& where,
+                   Diagnostics& diagnostics) {
+  std::map<T, size_t> first;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto [previous, inserted] = first.emplace(values[i], i);
+    if (!inserted) {
+      diagnostics.error(where, "the list has a repeated value (entries [" +
+                                   std::to_string(previous->second) + "] and [" +
+                                   std::to_string(i) + "]); remove the repeat");
+      return;
+    }
+  }
+}
+
+template <typename T>
+std::optional<SettingValue> as_value(const std::optional<T>& value) {
+  return value ? std::optional<SettingValue>(SettingValue(*value)) : std::nullopt;
+}
+
+/// Typed reads of schema-checked nodes. The yaml-cpp schema adapter is weakly typed (it
+/// takes a list where a string is required), so each read still checks the node's kind.
+class Reader {
+ public:
+  Reader(std::string file, Diagnostics& diagnostics)
+      : file_(std::move(file)), diagnostics_(diagnostics) {}
+
+  SourceLocation where(const YAML::Node& node, const std::string& path) const {
+    return location_of(node, file_, path);
+  }
+
+  template <typename T>
+  std::optional<T> scalar(const YAML::Node& node, const std::string& path, const char* expected) {
+    if (!node.IsScalar()) {
+      diagnostics_.error(where(node, path),
+                         std::string("expected ") + expected + ", got " + describe_node(node));
+      return std::nullopt;
+    }
+    try {
+      return node.as<T>();
+    } catch (const YAML::Exception&) {
+      diagnostics_.error(where(node, path),
+                         std::string("expected ") + expected + ", got " + describe_node(node));
+      return std::nullopt;
+    }
+  }
+
+  template <typename T>
+  std::optional<std::vector<T>> list(const YAML::Node& node, const std::string& path,
+                                     const char* expected) {
+    if (!node.IsSequence()) {
+      diagnostics_.error(where(node, path), std::string("expected a list of ") + expected +
+                                                ", got " + describe_node(node));
+      return std::nullopt;
+    }
+    std::vector<T> values;
+    for (size_t i = 0; i < node.size(); ++i) {
+      auto value = scalar<T>(node[i], path + "[" + std::to_string(i) + "]", expected);
+      if (!value) return std::nullopt;
+      values.push_back(*value);
+    }
+    return values;
+  }
+
+  /// One value of `setting` (the schema has checked it; this re-checks the node's kind).
+  std::optional<SettingValue> setting_value(const SettingDef& setting, const YAML::Node& node,
+                                            const std::string& path) {
+    switch (setting.type) {
+      case SettingType::kBool:
+        return as_value(scalar<bool>(node, path, "true or false"));
+      case SettingType::kInt:
+        if (!setting.keyword.empty() && node.IsScalar() && node.Scalar() == setting.keyword) {
+          return SettingValue(int64_t{0});  // batch_size: auto (kBatchAuto)
+        }
+        return as_value(scalar<int64_t>(node, path, "an integer"));
+      case SettingType::kNumber:
+        return as_value(scalar<double>(node, path, "a number"));
+      case SettingType::kName: {
+        const auto text = scalar<std::string>(node, path, "a name");
+        return text ? parse_setting_text(setting, *text) : std::nullopt;  // schema: enum
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// Writes the setting at `node` into `out`: a list for an axis's list key, else one value.
+  void setting(const SettingDef& setting, bool as_list, const YAML::Node& node,
+               const std::string& path, SettingsRequest& out) {
+    std::vector<SettingValue> values;
+    if (as_list) {
+      if (!node.IsSequence()) {
+        diagnostics_.error(where(node, path), "expected a list, got " + describe_node(node));
+        return;
+      }
+      for (size_t i = 0; i < node.size(); ++i) {
+        auto value = setting_value(setting, node[i], path + "[" + std::to_string(i) + "]");
+        if (!value) return;
+        values.push_back(std::move(*value));
+      }
+      check_repeats(values, where(node, path), diagnostics_);
+    } else {
+      auto value = setting_value(setting, node, path);
+      if (!value) return;
+      values.push_back(std::move(*value));
+    }
+    out.values[std::string(setting.key)] = {std::move(values), where(node, path)};
+  }
+
+  template <typename T>
+  void set(Setting<T>& setting, const std::optional<T>& value, const YAML::Node& node,
+           const std::string& path) {
+    if (!value) return;
+    setting.value = value;
+    setting.where = where(node, path);
+  }
+
+  /// The settings of `map` (defaults, sweep or an experiment). With `lists` (sweep and
+  /// experiments) any setting may be a list: its values become an axis of the cells (Note
+  /// [Every setting is an axis] in common/matrix/expand.cc).
+  void settings(const YAML::Node& map, const std::string& path, SettingsRequest& out, bool lists);
+
+ private:
+  std::string file_;
+  Diagnostics& diagnostics_;
+};
+
+void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRequest& out,
+                      bool lists) {
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    const YAML::Node& node = entry.second;
+    const std::string at = child_path(path, key);
+    if (key == "optimizer" && node.IsMap()) {  // optimizer.<field> settings, nested
+      for (const auto& field : node) {
+        const std::string name = "optimizer." + field.first.Scalar();
+        if (const auto* def = find_setting(name)) {
+          setting(*def, lists && field.second.IsSequence(), field.second,
+                  child_path(at, field.first.Scalar()), out);
+        }
+      }
+      continue;
+    }
+    if (const auto* def = find_setting(key, true)) {
+      // An axis is a list under its list key ("modes"); its single key ("mode") is one value.
+      // Any other setting is a list where lists are allowed and one is written.
+      const bool as_list = def->axis ? key == def->list_key : lists && node.IsSequence();
+      setting(*def, as_list, node, at, out);
+    }
+  }
+}
+
+/// `prepare` and `prepare_timeout_s` of `map` (the top level or an experiment).
+void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader,
+                  Setting<std::vector<std::string>>& argv, Setting<double>& timeout_s) {
+  if (const auto node = map["prepare"]) {
+    const std::string at = child_path(path, "prepare");
+    reader.set(argv, reader.list<std::string>(node, at, "arguments"), node, at);
+  }
+  if (const auto node = map["prepare_timeout_s"]) {
+    const std::string at = child_path(path, "prepare_timeout_s");
+    reader.set(timeout_s, reader.scalar<double>(node, at, "a number"), node, at);
+  }
+}
+
+/// Reads the keys present in `node` into `experiment`; absent keys leave it unchanged.
+void read_experiment_keys(const YAML::Node& node, const std::string& path, Reader& reader,
+                          Diagnostics& diagnostics, ExperimentRequest& experiment) {
+  for (const auto& entry : node) experiment.written_keys.insert(entry.first.Scalar());
+  reader.settings(node, path, experiment.settings, true);
+  read_prepare(node, path, reader, experiment.prepare_argv, experiment.prepare_timeout_s);
+  if (node["mode"] && node["modes"]) {
+    diagnostics.error(reader.where(node["modes"], child_path(path, "modes")),
+                      "both mode and modes are set; keep one of them");
+  }
+  if (const YAML::Node model = node["model"]) {
+    const std::string at = child_path(path, "model");
+    experiment.model_where = reader.where(model, at);
+    experiment.model = ModelSpec{};
+    if (model.IsMap()) {
+      experiment.model.torchscript =
+          reader.scalar<std::string>(model["torchscript"], at + ".torchscript", "a path")
+              .value_or("");
+    } else {
+      experiment.model.zoo = reader.scalar<std::string>(model, at, "a model name").value_or("");
+    }
+  }
+  if (const auto name = node["name"]) {
+    experiment.name =
+        reader.scalar<std::string>(name, child_path(path, "name"), "a name").value_or("");
+  }
+  if (const auto shape = node["input_shape"]) {
+    const std::string at = child_path(path, "input_shape");
+    if (auto dims = reader.list<int64_t>(shape, at, "integers"); dims && !dims->empty()) {
+      reader.set(experiment.input_shape, dims, shape, at);
+    }
+  }
+  if (const auto classes = node["num_classes"]) {
+    const std::string at = child_path(path, "num_classes");
+    const auto value = reader.scalar<int64_t>(classes, at, "an integer");
+    if (value && *value > 0) reader.set(experiment.num_classes, value, classes, at);
+  }
+  if (const auto data = node["data"]) {
+    experiment.data = DataSpec{};
+    if (data.IsMap()) {
+      experiment.data.kind = "hdf5";
+      experiment.data.path =
+          reader.scalar<std::string>(data["hdf5"], child_path(path, "data.hdf5"), "a path")
+              .value_or("");
+      experiment.data.inputs = data["inputs"] ? data["inputs"].Scalar() : "inputs";
+      experiment.data.targets = data["targets"] ? data["targets"].Scalar() : "targets";
+    }
+  }
+  if (const auto checkpoint = node["checkpoint"]) {
+    experiment.checkpoint =
+        reader.scalar<std::string>(checkpoint, child_path(path, "checkpoint"), "a path")
+            .value_or("");
+  }
+}
+
+/// An inline entry of `experiments` (or a tree experiment file: `path` ""). The schema
+/// has checked that `model` is present.
+ExperimentRequest read_experiment(const YAML::Node& node, const std::string& path, Reader& reader,
+                                  Diagnostics& diagnostics) {
+  ExperimentRequest experiment;
+  experiment.where = reader.where(node, path);
+  read_experiment_keys(node, path, reader, diagnostics, experiment);
+  if (!node["name"]) {
+    const auto& model_spec = experiment.model;
+    experiment.name = !model_spec.zoo.empty()
+                          ? model_spec.zoo
+                          : std::filesystem::path(model_spec.torchscript).stem().string();
+  }
+  return experiment;
+}
+
+/// An entry `{experiment: <name>, ...overrides}` of `experiments` (see
+/// common/matrix/tree_experiments.h): the overrides are read now, the file by plan/run.
+ExperimentRequest read_tree_entry(const YAML::Node& node, const std::string& path, Reader& reader,
+                                  Diagnostics& diagnostics) {
+  ExperimentRequest experiment;
+  experiment.where = reader.where(node, path);
+  const std::string at = child_path(path, "experiment");
+  experiment.tree_where = reader.where(node["experiment"], at);
+  experiment.tree_name =
+      reader.scalar<std::string>(node["experiment"], at, "an experiment name").value_or("");
+  if (const auto problem = tree_experiment_name_problem(experiment.tree_name); !problem.empty()) {
+    diagnostics.error(experiment.tree_where,
+                      "experiment name '" + experiment.tree_name + "' is refused: it " + problem +
+                          "; write the file's path below configs/experiment/ without .yaml, "
+                          "e.g. im2im/segmentation");
+  }
+  read_experiment_keys(node, path, reader, diagnostics, experiment);
+  experiment.written_keys.erase("experiment");
+  if (!node["name"]) experiment.name = experiment.tree_name;
+  return experiment;
+}
+
+ExcludeRule read_exclude(const YAML::Node& node, const std::string& path, Reader& reader) {
+  ExcludeRule rule;
+  rule.where = reader.where(node, path);
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const std::string at = path + "." + key;
+    if (key == "experiment") {
+      rule.experiment = reader.scalar<std::string>(entry.second, at, "a name");
+    } else if (key == "branch") {
+      rule.branch = reader.scalar<std::string>(entry.second, at, "a branch");
+    } else if (const auto* def = find_setting(key)) {
+      if (auto value = reader.setting_value(*def, entry.second, at)) {
+        rule.settings[key] = std::move(*value);
+      }
+    }
+  }
+  return rule;
+}
+
+/// A prepare step runs in a branch's worktree and a tree experiment is read from a branch's
+/// tree: without repo/branches there is none.
+void check_needs_branches(const MatrixRequest& request, Diagnostics& diagnostics) {
+  if (!request.branches.empty()) return;
+  for (const auto& experiment : request.experiments) {
+    if (experiment.tree_name.empty()) continue;
+    diagnostics.error(experiment.tree_where,
+                      "experiment: " + experiment.tree_name + " reads configs/experiment/" +
+                          experiment.tree_name +
+                          ".yaml from each branch's tree and needs repo and branches; add "
+                          "repo: <path> and branches: [<ref>, ...], or write the experiment "
+                          "inline (model: ...)");
+  }
+  std::vector<SourceLocation> places;
+  if (request.prepare_argv.value) places.push_back(request.prepare_argv.where);
+  for (const auto& experiment : request.experiments) {
+    if (experiment.prepare_argv.value) places.push_back(experiment.prepare_argv.where);
+  }
+  for (const auto& where : places) {
+    diagnostics.error(where,
+                      "prepare runs in a branch's worktree and needs repo and branches; add "
+                      "repo: <path> and branches: [<ref>, ...], or remove prepare");
+  }
+}
+
+void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& request,
+                    Diagnostics& diagnostics) {
+  if (root["name"])
+    request.name = reader.scalar<std::string>(root["name"], "name", "a name").value_or("");
+  if (root["repo"])
+    request.repo = reader.scalar<std::string>(root["repo"], "repo", "a path or URL").value_or("");
+  if (root["scheduling"]) request.scheduling = root["scheduling"].Scalar();
+  if (const auto branches = root["branches"]) {
+    request.branches =
+        reader.list<std::string>(branches, "branches", "refs").value_or(std::vector<std::string>{});
+    check_repeats(request.branches, reader.where(branches, "branches"), diagnostics);
+    for (size_t i = 0; i < request.branches.size(); ++i) {
+      const std::string path = "branches[" + std::to_string(i) + "]";
+      if (const auto problem = ref_syntax_problem(request.branches[i]); !problem.empty()) {
+        diagnostics.error(reader.where(branches[i], path),
+                          "ref '" + request.branches[i] + "' is refused: it " + problem +
+                              "; write a branch, tag or full commit id");
+      }
+    }
+    if (request.repo.empty()) {
+      diagnostics.error(reader.where(branches, "branches"),
+                        "branches need a repo; add repo: <path or URL>");
+    }
+  } else if (!request.repo.empty()) {
+    diagnostics.error(reader.where(root["repo"], "repo"),
+                      "repo without branches; add branches: [<ref>, ...]");
+  }
+  read_prepare(root, "", reader, request.prepare_argv, request.prepare_timeout_s);
+  if (root["defaults"]) reader.settings(root["defaults"], "defaults", request.defaults, false);
+  if (root["sweep"]) {
+    SettingsRequest sweep;
+    reader.settings(root["sweep"], "sweep", sweep, true);
+    for (auto& [key, value] : sweep.values) {
+      if (request.defaults.values.contains(key)) {
+        diagnostics.error(value.where, key +
+                                           " is set in both defaults and sweep; keep one of "
+                                           "them (a list under sweep, or one value under "
+                                           "defaults)");
+        continue;
+      }
+      request.defaults.values[key] = std::move(value);
+    }
+  }
+}
+
+/// The text's YAML document after scalebench's own indentation and quote checks, or nullopt
+/// with the problems in `diagnostics` (a syntax error located at its line and column).
+std::optional<YAML::Node> parse_yaml_text(const std::string& text, const std::string& file,
+                                          Diagnostics& diagnostics) {
+  check_yaml_indentation(text, file, diagnostics);
+  check_yaml_quotes(text, file, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  try {
+    // See Note [Input limits]: the bounds hold before the node tree is built.
+    if (!check_yaml_structure(text, file, diagnostics)) return std::nullopt;
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    diagnostics.error({file, e.mark.line + 1, e.mark.column + 1, ""},
+                      "YAML syntax error: " + e.msg + "; fix the YAML syntax here");
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
+                               Diagnostics& diagnostics) {
+  MatrixRequest request;
+  request.file = file;
+  const auto parsed = parse_yaml_text(text, file, diagnostics);
+  if (!parsed) return request;
+  const YAML::Node& root = *parsed;
+  if (!root.IsMap()) {
+    diagnostics.error(
+        location_of(root, file, ""),
+        "the top level must be a mapping (key: value) with at least 'experiments'; got " +
+            describe_node(root));
+    return request;
+  }
+  check_duplicate_keys(root, "", file, diagnostics);
+  validate_with_schema(root, "matrix.schema.json", file, diagnostics);
+  if (diagnostics.has_errors()) return request;
+  Reader reader(file, diagnostics);
+  read_top_level(root, reader, request, diagnostics);
+  std::map<std::string, int> names;
+  const YAML::Node experiments = root["experiments"];
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    const std::string path = "experiments[" + std::to_string(i) + "]";
+    const bool from_tree = static_cast<bool>(experiments[i]["experiment"]);
+    auto experiment = from_tree ? read_tree_entry(experiments[i], path, reader, diagnostics)
+                                : read_experiment(experiments[i], path, reader, diagnostics);
+    // A tree experiment's name may come from its file: checked per branch once read.
+    if (from_tree && experiment.written_keys.count("name") == 0) {
+      request.experiments.push_back(std::move(experiment));
+      continue;
+    }
+    const auto [previous, inserted] = names.emplace(experiment.name, experiment.where.line);
+    if (!inserted) {
+      diagnostics.error(experiment.where, "experiment name '" + experiment.name +
+                                              "' is already used on line " +
+                                              std::to_string(previous->second) +
+                                              "; give each experiment a unique name");
+    }
+    request.experiments.push_back(std::move(experiment));
+  }
+  check_needs_branches(request, diagnostics);
+  if (const auto excludes = root["exclude"]) {
+    for (size_t i = 0; i < excludes.size(); ++i) {
+      request.excludes.push_back(
+          read_exclude(excludes[i], "exclude[" + std::to_string(i) + "]", reader));
+    }
+  }
+  return request;
+}
+
+std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
+                                                      const std::string& file,
+                                                      Diagnostics& diagnostics) {
+  if (!check_text_encoding(text, file, diagnostics)) return std::nullopt;
+  const auto parsed = parse_yaml_text(text, file, diagnostics);
+  if (!parsed) return std::nullopt;
+  const YAML::Node& root = *parsed;
+  if (!root.IsMap()) {
+    diagnostics.error(location_of(root, file, ""),
+                      "an experiment file must be a mapping (key: value) with at least "
+                      "'model'; got " +
+                          describe_node(root));
+    return std::nullopt;
+  }
+  check_duplicate_keys(root, "", file, diagnostics);
+  validate_with_schema(root, "experiment.schema.json", file, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  Reader reader(file, diagnostics);
+  ExperimentRequest experiment = read_experiment(root, "", reader, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  return experiment;
+}
+
+}  // namespace scalebench

@@ -1,0 +1,72 @@
+// Writing and reading the `/cells/<cell_id>` groups of the results file: the layout of
+// schemas/results-layout.md, section "/cells". Internal to the results store (used by
+// results_store.cc); every function takes an open file id.
+#pragma once
+
+#include <hdf5.h>
+
+#include <string>
+#include <vector>
+
+#include "common/cell/cell_spec.h"
+#include "common/cell/messages.h"
+#include "common/cell/repetition_stats.h"
+#include "common/hdf5/check.h"
+#include "common/results/cell_summary.h"
+
+namespace scalebench::results {
+
+/// Name of the group holding the cells.
+inline constexpr const char* kCellsGroup = "cells";
+/// Name of the group holding the series of repeated cells (Note [Repetitions]).
+inline constexpr const char* kSeriesGroup = "series";
+/// Prefix of the running cell's progress attributes (Note [Cell progress]).
+inline constexpr const char* kProgressPrefix = "progress_";
+
+/// Opens `/cells/<id>`, creating it when missing. Always (re)writes the spec attributes,
+/// and `commit_date` / `dirty` (the benchmarked commit's date and dirty flag; "" and false
+/// when the matrix has no repo).
+Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::string& commit_date,
+                               bool dirty);
+
+/// Deletes the cell's datasets, summary and progress (results of an earlier attempt).
+void drop_results(hid_t cell_group);
+
+/// Note [Requested vs effective]: attributes `effective_<key>` (the effective value of each
+/// device-dependent switch) and `ineffective_reasons` (a JSON list of sentences, also
+/// naming switches whose effect differed between ranks). Nothing when the ranks report no
+/// effects.
+inline constexpr const char* kEffectivePrefix = "effective_";
+inline constexpr const char* kIneffectiveReasons = "ineffective_reasons";
+void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks);
+
+/// Note [Accuracy validation]: the `accuracy` subgroup (schemas/results-layout.md) from the
+/// first rank that reports a comparison (every rank of the group computed the same one).
+/// Nothing when no rank reports one.
+void write_accuracy(hid_t cell_group, const std::vector<RankResult>& ranks);
+
+/// Writes `status`, `failed_phase`, `reason`.
+void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,
+                  const std::string& reason);
+
+/// Writes `timings`, `rank_metrics`, `rank_hosts`, `rank_devices` of `ranks` (group order).
+void write_rank_datasets(hid_t cell_group, const CellSpec& cell,
+                         const std::vector<RankResult>& ranks);
+
+/// Note [Batch search]: the `probes` dataset of a batch_size auto cell (from the first rank
+/// that has probes; all hold the same); nothing for other cells.
+void write_probes(hid_t cell_group, const std::vector<RankResult>& ranks);
+
+/// Writes the `summary` subgroup.
+void write_summary(hid_t cell_group, const CellSummary& summary);
+
+/// Note [Cell progress]: the `progress_*` attributes of a running cell.
+void write_progress(hid_t cell_group, const CellProgress& progress, const std::string& at);
+
+/// Note [Repetitions]: `/series/<id>` of each of `series`, replacing an earlier one.
+void write_series(hid_t file, const std::vector<SeriesSummary>& series);
+
+/// Sets a string attribute only when the cell group does not have it yet.
+void write_string_if_absent(hid_t cell_group, const std::string& name, const std::string& value);
+
+}  // namespace scalebench::results

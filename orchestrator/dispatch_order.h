@@ -1,0 +1,27 @@
+// The order in which rank 0 hands out cells: matrix order, with the repetitions of
+// interleaved cells shuffled among themselves (Note [Repetitions] in
+// common/cell/repetition_stats.h). Pure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/cell/cell_spec.h"
+
+namespace scalebench {
+
+/// True when `cell` takes part in the shuffle: repetitions > 1 and interleave.
+bool is_interleaved(const CellSpec& cell);
+
+/// `cells` with the interleaved ones permuted among the positions they occupy (a
+/// Fisher-Yates shuffle drawn from splitmix64 seeded with `seed`); every other cell keeps
+/// its position, so a matrix without repetitions runs exactly in matrix order. The same
+/// cells and seed give the same order on every machine.
+std::vector<CellSpec> dispatch_order(std::vector<CellSpec> cells, uint64_t seed);
+
+/// The default seed of a run: FNV-1a-64 of the matrix hash (the same matrix shuffles the
+/// same way on every run and on --resume).
+uint64_t default_order_seed(const std::string& matrix_hash);
+
+}  // namespace scalebench
