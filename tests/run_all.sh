@@ -78,7 +78,8 @@ check_tidy() {
   return "$failed"
 }
 check_ruff() {
-  "$python" -m ruff check analysis tests/analysis && "$python" -m ruff format --check analysis tests/analysis
+  local paths=(analysis tests/analysis protocol/client docs/examples/programs)
+  "$python" -m ruff check "${paths[@]}" && "$python" -m ruff format --check "${paths[@]}"
 }
 # Real runs for the analysis suite: the quickstart, and docs/examples/repetitions.yaml whose
 # series intervals test_series.py checks against the numpy reference (Note [Repetitions]).

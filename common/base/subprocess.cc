@@ -120,14 +120,20 @@ std::vector<char*> c_pointers(std::vector<std::string>& strings) {
   return pointers;
 }
 
-void configure_spawn(SpawnSetup& setup, int output_write_fd, int error_write_fd,
+void configure_spawn(SpawnSetup& setup, int output_write_fd, int error_write_fd, int pass_fd,
                      const std::filesystem::path& working_dir) {
   auto& actions = setup.actions;
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, output_write_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, error_write_fd, STDERR_FILENO);
   if (!working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, working_dir.c_str());
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  if (pass_fd >= 0) {
+    // dup2 clears FD_CLOEXEC on the copy; when pass_fd already is kPassedFd it only stays.
+    posix_spawn_file_actions_adddup2(&actions, pass_fd, kPassedFd);
+    posix_spawn_file_actions_addclosefrom_np(&actions, kPassedFd + 1);
+  } else {
+    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  }
 
   sigset_t defaults;
   sigfillset(&defaults);
@@ -248,7 +254,7 @@ Subprocess::Subprocess(SubprocessOptions options) : options_(std::move(options))
   SpawnSetup setup;
   configure_spawn(setup, output_write.get(),
                   options_.separate_stderr ? error_write.get() : output_write.get(),
-                  options_.working_dir);
+                  options_.pass_fd, options_.working_dir);
 
   started_at_s_ = now_s();
   const int rc = posix_spawnp(&pid_, argv.front(), &setup.actions, &setup.attributes, argv.data(),
@@ -349,6 +355,11 @@ SubprocessResult Subprocess::wait() {
     if (exited_at < 0.0 && options_.timeout_s > 0.0 && term_at < 0.0 &&
         now - started_at_s_ >= options_.timeout_s) {
       result.timed_out = true;
+      signal_group(SIGTERM);
+      term_at = now;
+    }
+    if (exited_at < 0.0 && term_at < 0.0 && options_.keep_going && !options_.keep_going()) {
+      result.stopped = true;
       signal_group(SIGTERM);
       term_at = now;
     }

@@ -13,7 +13,8 @@
 //    group outlives the call (a process that moved itself to another group or session, e.g.
 //    with setsid, is out of reach).
 //  * stdin is /dev/null; stdout and stderr go to a pipe read by the caller's thread; file
-//    descriptors >= 3 of the caller are not inherited.
+//    descriptors >= 3 of the caller are not inherited, except `pass_fd`, which the child
+//    receives as descriptor kPassedFd (3).
 //  * Thread safety: one Subprocess per thread; distinct Subprocess objects are independent.
 #pragma once
 
@@ -21,6 +22,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +45,9 @@ class SubprocessError : public Error {
   int error_number_;
 };
 
+/// The descriptor number under which the child receives SubprocessOptions::pass_fd.
+inline constexpr int kPassedFd = 3;
+
 struct SubprocessOptions {
   std::vector<std::string> argv;      ///< argv[0] = program (PATH lookup); must not be empty
   std::filesystem::path working_dir;  ///< empty = the caller's current directory
@@ -60,12 +65,20 @@ struct SubprocessOptions {
   /// Non-empty: all output (both streams) is appended to this file as it arrives; parent
   /// directories are created.
   std::filesystem::path log_path;
+  /// >= 0: this descriptor of the caller is the child's kPassedFd (e.g. the write end of a
+  /// report pipe). The caller keeps its own copy and closes it when it likes.
+  int pass_fd = -1;
+  /// Set: wait() calls it about every 50 ms while the child runs; when it returns false the
+  /// child's group is ended as on a timeout (SIGTERM, then SIGKILL after kill_grace_s) and
+  /// the result says `stopped`. It runs on the thread that called wait().
+  std::function<bool()> keep_going;
 };
 
 struct SubprocessResult {
   int exit_code = -1;        ///< the program's exit code; -1 if it was ended by a signal
   int term_signal = 0;       ///< the signal that ended it; 0 if it exited
   bool timed_out = false;    ///< the timeout fired (the group was signalled because of it)
+  bool stopped = false;      ///< keep_going returned false (the group was signalled for it)
   std::string output;        ///< stdout (+ stderr unless separate_stderr), tail-limited
   std::string error_output;  ///< stderr when separate_stderr, else empty
   bool output_truncated = false;

@@ -84,6 +84,11 @@ nlohmann::json canonical_json(const CellSpec& spec) {
   json["commit"] = spec.commit;
   json["experiment"] = spec.experiment;
   json["model"] = {{"zoo", spec.model.zoo}, {"torchscript", spec.model.torchscript}};
+  // Note [Program placeholders]: a program cell's identity holds its command and env
+  // templates; cells of built-in models keep the ids they had before programs existed.
+  if (!spec.program.command.empty()) {
+    json["program"] = {{"command", spec.program.command}, {"env", spec.program.env}};
+  }
   json["input_shape"] = spec.input_shape;
   json["num_classes"] = spec.num_classes;
   json["data"] = {{"kind", spec.data.kind},
@@ -136,6 +141,10 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
   const auto model = field<nlohmann::json>(json, "model");
   spec.model.zoo = field<std::string>(model, "zoo");
   spec.model.torchscript = field<std::string>(model, "torchscript");
+  if (const auto program = json.find("program"); program != json.end() && program->is_object()) {
+    spec.program.command = field<std::vector<std::string>>(*program, "command");
+    spec.program.env = field<std::map<std::string, std::string>>(*program, "env");
+  }
   spec.input_shape = field<std::vector<int64_t>>(json, "input_shape");
   spec.num_classes = field<int64_t>(json, "num_classes");
   const auto data = field<nlohmann::json>(json, "data");

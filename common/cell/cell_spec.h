@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cell/program.h"
+
 namespace scalebench {
 
 enum class Mode { kTrain, kInfer };
@@ -66,6 +68,7 @@ struct CellSpec {
   std::string commit;      ///< resolved commit hash; "" when no repo
   std::string experiment;  ///< experiment name
   ModelSpec model;
+  ProgramSpec program;  ///< set: a program cell (docs/programs.md); `model` is then empty
   std::vector<int64_t>
       input_shape;          ///< per-sample shape, e.g. {3, 224, 224}; empty = model default
   int64_t num_classes = 0;  ///< 0 = model default

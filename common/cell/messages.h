@@ -26,6 +26,9 @@ enum class Tag : int {
   kShutdown = 102,  ///< rank 0 -> worker: empty payload, leave the worker loop
   kHello = 103,     ///< worker -> rank 0: WorkerHello, once at start
   kProgress = 104,  ///< group rank 0 of a cell -> rank 0: CellProgress, at a bounded rate
+  /// group rank -> the other ranks of its group: its program failed, end yours (Note
+  /// [Program cells], protocol/program_cell.cc); empty payload, on the group communicator
+  kProgramStop = 105,
 };
 
 /// Note [Cell progress]: where a long cell is, sent by its group rank 0 at most once per

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/cell/program.h"
 #include "common/cell/settings.h"
 #include "common/cell/zoo_names.h"
 #include "common/matrix/request.h"
@@ -149,6 +150,11 @@ class ExperimentResolver {
                  "timed); set it on inference cells, or add exclude: [{mode: train, "
                  "cuda_graphs: true}] when sweeping both");
     }
+    if (cell.batch_size == kBatchAuto && !cell.program.command.empty()) {
+      error_once(where("batch_size"),
+                 "batch_size auto is not available for program cells yet (docs/programs.md); "
+                 "give the batch sizes to measure");
+    }
     if (cell.batch_size == kBatchAuto && cell.min_batch > cell.max_batch) {  // Note [Batch search]
       error_once(where("min_batch"), "min_batch " + std::to_string(cell.min_batch) +
                                          " is above max_batch " + std::to_string(cell.max_batch) +
@@ -166,6 +172,10 @@ class ExperimentResolver {
   }
 
   void resolve_model(CellSpec& cell) {
+    if (!experiment_.program.command.empty()) {
+      resolve_program(cell);
+      return;
+    }
     cell.model = experiment_.model;
     const auto& shape = experiment_.input_shape;
     const auto& classes = experiment_.num_classes;
@@ -198,6 +208,32 @@ class ExperimentResolver {
       error(origin(shape, experiment_.where), problem);
     }
     check_input_elements(cell.input_shape, origin(shape, experiment_.where));
+  }
+
+  /// Note [Program placeholders]: every placeholder of the command and env is known here, so
+  /// `validate` reports an unknown one at its line.
+  void resolve_program(CellSpec& cell) {
+    cell.program = experiment_.program;
+    const auto& where = experiment_.program_where;
+    if (!experiment_.model.zoo.empty() || !experiment_.model.torchscript.empty()) {
+      error(where, "an experiment has either model or program, not both; remove one");
+    }
+    std::vector<std::string> texts = cell.program.command;
+    for (const auto& [name, value] : cell.program.env) texts.push_back(value);
+    for (const auto& text : texts) {
+      try {
+        for (const auto& name : placeholder_names(text)) {
+          if (!is_program_placeholder(name)) {
+            const auto suggestion = closest_match(name, kProgramPlaceholders);
+            error(where, "unknown placeholder {" + name + "} in '" + text +
+                             "'; use a setting's key or one of " + join(kProgramPlaceholders) +
+                             (suggestion.empty() ? "" : "; did you mean {" + suggestion + "}?"));
+          }
+        }
+      } catch (const std::invalid_argument& e) {
+        error(where, e.what());
+      }
+    }
   }
 
   void check_input_elements(const std::vector<int64_t>& shape, const SourceLocation& where) {

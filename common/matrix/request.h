@@ -57,6 +57,8 @@ struct ExperimentRequest {
   std::string name;
   ModelSpec model;
   SourceLocation model_where;
+  ProgramSpec program;  ///< `program:` (docs/programs.md); empty command = none
+  SourceLocation program_where;
   Setting<std::vector<int64_t>> input_shape;
   Setting<int64_t> num_classes;
   DataSpec data;

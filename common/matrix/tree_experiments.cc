@@ -55,6 +55,10 @@ ExperimentRequest merge(const ExperimentRequest& entry, ExperimentRequest file,
     file.model = entry.model;
     file.model_where = entry.model_where;
   }
+  if (written("program")) {
+    file.program = entry.program;
+    file.program_where = entry.program_where;
+  }
   // An empty input_shape or a 0 num_classes on the entry means "the model's default".
   if (written("input_shape")) file.input_shape = entry.input_shape;
   if (written("num_classes")) file.num_classes = entry.num_classes;

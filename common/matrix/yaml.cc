@@ -231,6 +231,21 @@ void read_experiment_keys(const YAML::Node& node, const std::string& path, Reade
       experiment.model.zoo = reader.scalar<std::string>(model, at, "a model name").value_or("");
     }
   }
+  if (const YAML::Node program = node["program"]) {
+    const std::string at = child_path(path, "program");
+    experiment.program_where = reader.where(program, at);
+    experiment.program = ProgramSpec{};
+    if (auto command = reader.list<std::string>(program["command"], at + ".command", "strings")) {
+      experiment.program.command = *command;
+    }
+    if (const YAML::Node env = program["env"]; env && env.IsMap()) {
+      for (const auto& entry : env) {
+        experiment.program.env[entry.first.Scalar()] =
+            reader.scalar<std::string>(entry.second, at + ".env." + entry.first.Scalar(), "text")
+                .value_or("");
+      }
+    }
+  }
   if (const auto name = node["name"]) {
     experiment.name =
         reader.scalar<std::string>(name, child_path(path, "name"), "a name").value_or("");

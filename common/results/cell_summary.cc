@@ -241,8 +241,13 @@ CellSummary summarize_cell(const CellSpec& spec, const std::vector<RankResult>& 
   const ValidityThresholds& limits = s.thresholds;
   s.valid_enough_iterations = s.time.count >= limits.min_iterations;
   s.valid_cv = s.time.cv <= limits.max_cv;  // false for NaN
+  // A program cell's replicas are checked only when its program reports param_checksum.
+  const bool checksums = spec.program.command.empty() ||
+                         std::any_of(tables.begin(), tables.end(), [](const RankTable& t) {
+                           return !std::isnan(t.metric("param_checksum"));
+                         });
   s.valid_replicas_in_sync =
-      train ? replicas_in_sync(tables, limits.replica_checksum_rel_tolerance) : true;
+      train && checksums ? replicas_in_sync(tables, limits.replica_checksum_rel_tolerance) : true;
   s.valid = s.valid_enough_iterations && s.valid_cv && s.valid_replicas_in_sync;
   return s;
 }

@@ -1,0 +1,95 @@
+#include "common/cell/program.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/cell/cell_spec.h"
+#include "common/cell/settings.h"
+
+namespace scalebench {
+
+const std::vector<std::string> kProgramPlaceholders{"world_size", "mode",    "branch",    "commit",
+                                                    "experiment", "cell_id", "output_dir"};
+
+namespace {
+
+/// Calls on_text(literal) and on_name(name) for the parts of `text`, in order.
+template <typename OnText, typename OnName>
+void scan_placeholders(const std::string& text, OnText on_text, OnName on_name) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '{' && i + 1 < text.size() && text[i + 1] == '{') {
+      on_text("{");
+      i += 2;
+    } else if (c == '}' && i + 1 < text.size() && text[i + 1] == '}') {
+      on_text("}");
+      i += 2;
+    } else if (c == '{') {
+      const size_t close = text.find('}', i + 1);
+      if (close == std::string::npos) {
+        throw std::invalid_argument("'{' without its '}' in '" + text +
+                                    "' (write {{ for a literal brace)");
+      }
+      on_name(text.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else if (c == '}') {
+      throw std::invalid_argument("lone '}' in '" + text + "' (write }} for a literal brace)");
+    } else {
+      on_text(std::string(1, c));
+      ++i;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> placeholder_names(const std::string& text) {
+  std::vector<std::string> names;
+  scan_placeholders(
+      text, [](const std::string&) {}, [&](const std::string& name) { names.push_back(name); });
+  return names;
+}
+
+bool is_program_placeholder(const std::string& name) {
+  if (std::find(kProgramPlaceholders.begin(), kProgramPlaceholders.end(), name) !=
+      kProgramPlaceholders.end()) {
+    return true;
+  }
+  return find_setting(name) != nullptr;
+}
+
+std::string substitute_placeholders(const std::string& text,
+                                    const std::map<std::string, std::string>& values) {
+  std::string out;
+  scan_placeholders(
+      text, [&](const std::string& literal) { out += literal; },
+      [&](const std::string& name) {
+        const auto found = values.find(name);
+        if (found == values.end()) {
+          throw std::invalid_argument("unknown placeholder {" + name + "} in '" + text + "'");
+        }
+        out += found->second;
+      });
+  return out;
+}
+
+std::map<std::string, std::string> placeholder_values(const CellSpec& cell,
+                                                      const std::string& output_dir,
+                                                      const std::string& device) {
+  std::map<std::string, std::string> values;
+  for (const auto& setting : settings_table()) {
+    values[std::string(setting.key)] = setting_text(setting, setting.get(cell));
+  }
+  values["world_size"] = std::to_string(cell.world_size);
+  values["mode"] = to_string(cell.mode);
+  values["branch"] = cell.branch;
+  values["commit"] = cell.commit;
+  values["experiment"] = cell.experiment;
+  values["cell_id"] = cell.cell_id;
+  values["output_dir"] = output_dir;
+  values["device"] = device;
+  return values;
+}
+
+}  // namespace scalebench

@@ -1,0 +1,234 @@
+"""Report per-iteration phase times of a program to scalebench (docs/programs.md).
+
+A program started by scalebench as a program cell finds the report channel in the
+environment (``SCALEBENCH_REPORT_FD``, or ``SCALEBENCH_REPORT_FILE`` when the fd was not
+inherited) and writes newline-delimited JSON records to it (schemas/program-records.md).
+Started any other way, every function here is a cheap no-op, so the same script runs
+standalone.
+
+    import scalebench_client as sb
+    for batch in loader:
+        with sb.step():
+            with sb.phase("data"):
+                x, y = next(it)
+            with sb.phase("forward"):
+                loss = model(x, y)
+            ...
+        sb.metric("loss", float(loss))
+
+Times are ``time.monotonic()`` (CLOCK_MONOTONIC, the clock of the worker that launched the
+program), taken when a ``with`` block is entered and left; nothing here synchronises a GPU.
+For GPU phases that must be exact, synchronise in the program (``sync=True`` on ``phase``
+calls ``torch.cuda.synchronize()`` first) and say so: docs/programs.md explains the cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+
+__version__ = "0.1.0"
+
+#: Version of the record format (schemas/program-records.md); the worker refuses another major.
+RECORD_VERSION = 1
+
+_FD_VARIABLE = "SCALEBENCH_REPORT_FD"
+_FILE_VARIABLE = "SCALEBENCH_REPORT_FILE"
+
+
+class _Channel:
+    """The open report stream, or None when not started by scalebench."""
+
+    def __init__(self) -> None:
+        self.stream = None
+        self.warmup = int(os.environ.get("SCALEBENCH_WARMUP", "0") or 0)
+        self.steps = 0
+        fd = os.environ.get(_FD_VARIABLE)
+        path = os.environ.get(_FILE_VARIABLE)
+        try:
+            if fd:
+                self.stream = os.fdopen(int(fd), "w", buffering=1, encoding="utf-8")
+            elif path:
+                # The stream lives as long as the process (closed at exit).
+                self.stream = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        except OSError:
+            # A re-exec'd program whose fd is gone: fall back to the per-rank file if any.
+            self.stream = (
+                open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+                if path
+                else None
+            )
+
+    def write(self, record: dict[str, object]) -> None:
+        if self.stream is None:
+            return
+        record["v"] = RECORD_VERSION
+        self.stream.write(
+            json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
+        )
+
+
+_channel: _Channel | None = None
+_phases: dict[str, list] | None = None
+
+
+def _get() -> _Channel:
+    global _channel
+    if _channel is None:
+        _channel = _Channel()
+        _hello(_channel)
+    return _channel
+
+
+def enabled() -> bool:
+    """True when the program was started by scalebench (records go somewhere)."""
+    return _get().stream is not None
+
+
+def _hello(channel: _Channel) -> None:
+    versions = {"python": sys.version.split()[0], "client": __version__}
+    framework = "python"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        framework = "pytorch"
+        versions["torch"] = getattr(torch, "__version__", "")
+    channel.write(
+        {
+            "type": "hello",
+            "framework": framework,
+            "versions": versions,
+            "pid": os.getpid(),
+            "rank": int(os.environ.get("RANK", "0")),
+            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+            "local_rank": int(os.environ.get("LOCAL_RANK", "0")),
+        }
+    )
+
+
+@contextlib.contextmanager
+def step() -> Iterator[None]:
+    """One iteration (a training step or an inference batch). The first ``SCALEBENCH_WARMUP``
+    steps are marked warm-up. Phases inside it are timed with ``phase``."""
+    global _phases
+    channel = _get()
+    if channel.stream is None:
+        yield
+        return
+    _phases = {}
+    begin = time.monotonic()
+    try:
+        yield
+    finally:
+        end = time.monotonic()
+        channel.write(
+            {
+                "type": "step",
+                "index": channel.steps,
+                "warmup": channel.steps < channel.warmup,
+                "begin": begin,
+                "end": end,
+                "phases": _phases,
+            }
+        )
+        channel.steps += 1
+        _phases = None
+
+
+@contextlib.contextmanager
+def phase(name: str, sync: bool = False) -> Iterator[None]:
+    """A named phase of the current step (``data``, ``h2d``, ``forward``, ``backward``,
+    ``optimizer``, ... or any name). With ``sync=True`` the GPU is synchronised before the
+    phase begins and before it ends, so its time is the GPU's (and costs a stall)."""
+    if _phases is None:
+        yield
+        return
+    if sync:
+        _synchronize()
+    begin = time.monotonic()
+    try:
+        yield
+    finally:
+        if sync:
+            _synchronize()
+        _phases[name] = [begin, time.monotonic()]
+
+
+def _synchronize() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def metric(name: str, value: float) -> None:
+    """A named figure of the run (``loss``, ``accuracy``, ...); the last value is kept."""
+    channel = _get()
+    channel.write(
+        {"type": "metric", "name": name, "value": float(value), "step": channel.steps}
+    )
+
+
+def memory() -> None:
+    """Reports the peak and current memory: torch's CUDA allocator when a GPU is in use,
+    else this process's peak resident set (getrusage) and current resident set."""
+    channel = _get()
+    if channel.stream is None:
+        return
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        record = {
+            "kind": "cuda",
+            "peak_bytes": int(torch.cuda.max_memory_allocated()),
+            "current_bytes": int(torch.cuda.memory_allocated()),
+        }
+    else:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        current = peak
+        with (
+            contextlib.suppress(OSError, ValueError, IndexError),
+            open("/proc/self/statm") as statm,
+        ):
+            current = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        record = {"kind": "rss", "peak_bytes": int(peak), "current_bytes": int(current)}
+    record["type"] = "memory"
+    channel.write(record)
+
+
+def error(exception: BaseException) -> None:
+    """Reports an exception with its class: out-of-memory errors of PyTorch, TensorFlow and
+    JAX as ``oom``. ``run`` calls it; call it yourself around your own handling."""
+    text = f"{type(exception).__name__}: {exception}"
+    oom = (
+        type(exception).__name__ in ("OutOfMemoryError", "ResourceExhaustedError")
+        or "RESOURCE_EXHAUSTED" in text
+        or "CUDA out of memory" in text
+    )
+    _get().write(
+        {"type": "error", "kind": "oom" if oom else "error", "message": text[:4000]}
+    )
+
+
+def finish() -> None:
+    """Ends the report with a summary record (the number of steps). Called at exit."""
+    channel = _get()
+    channel.write({"type": "summary", "steps": channel.steps})
+    if channel.stream is not None:
+        channel.stream.flush()
+
+
+def _excepthook(kind, value, traceback) -> None:
+    error(value)
+    _previous_excepthook(kind, value, traceback)
+
+
+_previous_excepthook = sys.excepthook
+if os.environ.get(_FD_VARIABLE) or os.environ.get(_FILE_VARIABLE):
+    import atexit
+
+    sys.excepthook = _excepthook
+    atexit.register(finish)
