@@ -34,11 +34,11 @@ namespace scalebench {
 // take itself for an MPI rank (a nested MPI_Init fails, open-mpi/ompi#12027). The program
 // writes records to descriptor 3 (SCALEBENCH_REPORT_FD; Note [Program report channel]).
 //
-// Bounds: a program silent for timeout_s (no record, no exit) is ended, SIGTERM then SIGKILL
-// to its group, and the rank records `timeout`. A rank whose program fails (exit status,
-// signal, error record, malformed record) sends kProgramStop to the other ranks of the group,
-// which end theirs (phase `group`): a DDP program never waits forever in a collective for a
-// dead peer. After its program is gone every rank counts, with one allreduce, the ranks that
+// Bounds: a program still running at timeout_s (the cell's limit, as for built-in cells) is
+// ended, SIGTERM then SIGKILL to its group, and the rank records `timeout`. A rank whose program
+// fails (exit status, signal, error record, malformed record) sends kProgramStop to the other ranks
+// of the group, which end theirs (phase `group`): a DDP program never waits forever in a collective
+// for a dead peer. After its program is gone every rank counts, with one allreduce, the ranks that
 // sent a stop and receives exactly the stops meant for it, so no message outlives the cell.
 //
 // Clock: the group's origin is a barrier just before the launch (steady_clock, which is
@@ -65,16 +65,17 @@ std::vector<std::string> scrubbed_names() {
   return names;
 }
 
-/// A TCP port that was free a moment ago (bind to port 0), for MASTER_PORT.
+/// A TCP port that was free a moment ago (bind to port 0), for MASTER_PORT; 0 when none
+/// could be found (no socket or no bind: the cell then fails in phase setup).
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 29500;
+  if (fd < 0) return 0;
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_ANY);
   address.sin_port = 0;
   socklen_t length = sizeof(address);
-  int port = 29500;
+  int port = 0;
   if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
     port = ntohs(address.sin_port);
@@ -156,70 +157,64 @@ struct LocalOutcome {
   bool sends_stop = false;  ///< its own failure (not an echo of another rank's)
 };
 
-}  // namespace
-
-RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
-                            const WorkerContext& context, const std::string& device) {
-  const CellSpec& cell = assignment.cell;
-  RankResult result;
-  result.cell_id = cell.cell_id;
-  result.world_rank = context.world_rank;
-  result.host = context.host;
-  result.device = device;
-  int group_rank = 0;
-  int group_size = 1;
-  MPI_CHECK(MPI_Comm_rank(group, &group_rank));
-  MPI_CHECK(MPI_Comm_size(group, &group_size));
-  result.group_rank = group_rank;
-
-  // The ranks' layout as torchrun would give it: node = distinct host, in group-rank order.
-  const auto hosts = group_hosts(context.host, group, group_size);
-  std::vector<std::string> nodes;
+/// This rank's place in the group as torchrun would give it: a node is a distinct host, in
+/// group-rank order; the master is group rank 0's host at a port it found free.
+struct TorchrunLayout {
+  int rank = 0;
+  int world = 1;
   int local_rank = 0;
   int local_world = 0;
-  for (int r = 0; r < group_size; ++r) {
+  int node_rank = 0;
+  std::string master_addr;
+  int master_port = 0;  ///< 0: group rank 0 found no free port
+};
+
+TorchrunLayout torchrun_layout(const std::string& host, MPI_Comm group) {
+  TorchrunLayout layout;
+  MPI_CHECK(MPI_Comm_rank(group, &layout.rank));
+  MPI_CHECK(MPI_Comm_size(group, &layout.world));
+  const auto hosts = group_hosts(host, group, layout.world);
+  std::vector<std::string> nodes;
+  for (int r = 0; r < layout.world; ++r) {
     if (std::find(nodes.begin(), nodes.end(), hosts[r]) == nodes.end()) nodes.push_back(hosts[r]);
-    if (hosts[r] == context.host) {
-      if (r < group_rank) ++local_rank;
-      ++local_world;
+    if (hosts[r] == host) {
+      if (r < layout.rank) ++layout.local_rank;
+      ++layout.local_world;
     }
   }
-  const auto node_rank = std::find(nodes.begin(), nodes.end(), context.host) - nodes.begin();
-  int port = group_rank == 0 ? free_port() : 0;
-  MPI_CHECK(MPI_Bcast(&port, 1, MPI_INT, 0, group));
+  layout.node_rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), host) - nodes.begin());
+  layout.master_addr = hosts[0];
+  layout.master_port = layout.rank == 0 ? free_port() : 0;
+  MPI_CHECK(MPI_Bcast(&layout.master_port, 1, MPI_INT, 0, group));
+  return layout;
+}
 
-  const auto output_dir =
-      std::filesystem::temp_directory_path() /
-      ("scalebench-program-" + cell.cell_id + "-" + std::to_string(::getpid())) /
-      ("rank" + std::to_string(group_rank));
-  std::error_code ignored;
-  std::filesystem::create_directories(output_dir, ignored);
-
-  LocalOutcome local;
+/// The command with its placeholders filled, and its environment: the experiment's `env`,
+/// then the launch contract of docs/programs.md. Throws std::invalid_argument for a
+/// placeholder that cannot be filled.
+SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLayout& layout,
+                                 const WorkerContext& context, const std::string& device,
+                                 const std::filesystem::path& output_dir) {
+  const CellSpec& cell = assignment.cell;
   SubprocessOptions options;
-  try {
-    const auto values = placeholder_values(cell, output_dir.string(), device);
-    for (const auto& arg : cell.program.command) {
-      options.argv.push_back(substitute_placeholders(arg, values));
-    }
-    for (const auto& [name, value] : cell.program.env) {
-      options.set_environment.emplace_back(name, substitute_placeholders(value, values));
-    }
-  } catch (const std::invalid_argument& e) {
-    local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
+  const auto values = placeholder_values(cell, output_dir.string(), device);
+  for (const auto& arg : cell.program.command) {
+    options.argv.push_back(substitute_placeholders(arg, values));
   }
-  const std::string step_phase = cell.mode == Mode::kTrain ? "step" : "batch";
+  for (const auto& [name, value] : cell.program.env) {
+    options.set_environment.emplace_back(name, substitute_placeholders(value, values));
+  }
   auto set = [&](const std::string& name, const std::string& value) {
     options.set_environment.emplace_back(name, value);
   };
-  set("RANK", std::to_string(group_rank));
-  set("LOCAL_RANK", std::to_string(local_rank));
-  set("WORLD_SIZE", std::to_string(group_size));
-  set("LOCAL_WORLD_SIZE", std::to_string(local_world));
-  set("GROUP_RANK", std::to_string(node_rank));
-  set("NODE_RANK", std::to_string(node_rank));
-  set("MASTER_ADDR", hosts[0]);
-  set("MASTER_PORT", std::to_string(port));
+  set("RANK", std::to_string(layout.rank));
+  set("LOCAL_RANK", std::to_string(layout.local_rank));
+  set("WORLD_SIZE", std::to_string(layout.world));
+  set("LOCAL_WORLD_SIZE", std::to_string(layout.local_world));
+  set("GROUP_RANK", std::to_string(layout.node_rank));
+  set("NODE_RANK", std::to_string(layout.node_rank));
+  set("MASTER_ADDR", layout.master_addr);
+  set("MASTER_PORT", std::to_string(layout.master_port));
   set("TORCHELASTIC_RUN_ID", cell.cell_id);
   set("TORCHELASTIC_RESTART_COUNT", "0");
   set("TORCHELASTIC_MAX_RESTARTS", "0");
@@ -236,121 +231,134 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
   set("SCALEBENCH_MODE", to_string(cell.mode));
   options.unset_environment = scrubbed_names();
   options.working_dir = std::filesystem::path(assignment.tree);
+  return options;
+}
 
+/// One run of the program and what it reported.
+struct ProgramRun {
   ProgramReport report;
-  std::string buffer;
-  std::string record_error;
-  bool silent = false;
-  bool peer_failed = false;
   SubprocessResult exit;
-  MPI_CHECK(MPI_Barrier(group));  // Note [Shared cell clock]: the origin
-  const double origin_s = steady_s();
-  result.metrics["loop_origin_epoch_s"] = epoch_s();
-  if (local.status == CellStatus::kOk) {
-    ReportPipe pipe;
-    options.pass_fd = pipe.write_fd();
-    double last_sign_s = origin_s;
-    options.keep_going = [&]() {
-      try {
-        if (pipe.drain(buffer)) last_sign_s = steady_s();
-        apply_records(report, buffer);
-      } catch (const ProgramRecordError& e) {
-        record_error = e.what();
-        return false;
-      }
-      int waiting = 0;
-      MPI_Status status;
-      MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, static_cast<int>(Tag::kProgramStop), group, &waiting,
-                           &status));
-      if (waiting != 0) {
-        peer_failed = true;
-        return false;
-      }
-      if (steady_s() - last_sign_s > cell.timeout_s) {
-        silent = true;
-        return false;
-      }
-      return true;
-    };
+  std::string record_error;  ///< a malformed record (Note [Program report channel])
+  bool peer_failed = false;  ///< ended because another rank's program failed
+};
+
+/// Runs the program to its end, reading its records as they come; ends it early on a
+/// malformed record, a kProgramStop from the group, or at `timeout_s` (the cell's limit, as
+/// for every cell: the worker ends the program before rank 0's watchdog, which allows
+/// timeout_s + its grace, gives up on the cell). Throws SubprocessError when it cannot be
+/// started.
+ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeout_s) {
+  ProgramRun run;
+  std::string buffer;
+  ReportPipe pipe;
+  options.pass_fd = pipe.write_fd();
+  options.timeout_s = timeout_s;
+  options.keep_going = [&]() {
     try {
-      Subprocess child(options);
-      pipe.close_write();  // the child holds the only write end: EOF when it is gone
-      exit = child.wait();
       pipe.drain(buffer);
-      if (record_error.empty()) {
-        buffer += '\n';  // a last line without its newline still counts
-        apply_records(report, buffer);
-      }
+      apply_records(run.report, buffer);
     } catch (const ProgramRecordError& e) {
-      record_error = e.what();
-    } catch (const SubprocessError& e) {
-      local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
+      run.record_error = e.what();
+      return false;
     }
-    const std::string tail = tail_lines(exit.output, kTailLines, kTailBytes);
-    const std::string ran = "program " + quote_argv(options.argv);
-    if (local.status != CellStatus::kOk) {
-      // could not start: already set
-    } else if (!record_error.empty()) {
-      local = {CellStatus::kFailed, FailurePhase::kLoop, record_error + "; " + ran, true};
-    } else if (peer_failed) {
-      local = {CellStatus::kFailed, FailurePhase::kGroup,
-               "another rank's program failed; this rank's was ended", false};
-    } else if (silent) {
-      local = {CellStatus::kTimeout, FailurePhase::kLoop,
-               ran + " reported nothing for timeout_s = " + std::to_string(cell.timeout_s) +
-                   " s and was ended; output:\n" + tail,
-               true};
-    } else if (!exit.ok() || report.error_kind) {
-      const bool oom = report.error_kind == std::optional<std::string>("oom") ||
-                       (exit.term_signal == SIGKILL && !exit.stopped && !exit.timed_out);
-      std::string why = report.error_kind ? report.error_message : exit.describe();
-      local = {oom ? CellStatus::kOom : CellStatus::kFailed, FailurePhase::kLoop,
-               ran + " failed (" + exit.describe() + "): " + why + "; output:\n" + tail, true};
-    } else if (report.hello &&
-               (report.hello_rank != group_rank || report.hello_world_size != group_size)) {
-      local = {CellStatus::kFailed, FailurePhase::kSetup,
-               ran + " saw rank " + std::to_string(report.hello_rank) + " of " +
-                   std::to_string(report.hello_world_size) + ", scalebench assigned rank " +
-                   std::to_string(group_rank) + " of " + std::to_string(group_size) +
-                   " (does it read RANK and WORLD_SIZE?)",
-               true};
+    int waiting = 0;
+    MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, static_cast<int>(Tag::kProgramStop), group, &waiting,
+                         MPI_STATUS_IGNORE));
+    run.peer_failed = waiting != 0;
+    return !run.peer_failed;
+  };
+  Subprocess child(options);
+  pipe.close_write();  // the child holds the only write end
+  run.exit = child.wait();
+  pipe.drain(buffer);
+  if (run.record_error.empty()) {
+    buffer += '\n';  // a last line without its newline still counts
+    try {
+      apply_records(run.report, buffer);
+    } catch (const ProgramRecordError& e) {
+      run.record_error = e.what();
     }
   }
+  return run;
+}
 
-  // Note [Program cells]: the group learns of every failure; no stop message outlives it.
+/// What ended this rank's program, in the order of Note [Program cells]'s failures table
+/// (docs/programs.md#failures).
+LocalOutcome outcome_of(const ProgramRun& run, const std::vector<std::string>& argv,
+                        const TorchrunLayout& layout, double timeout_s) {
+  const std::string ran = "program " + quote_argv(argv);
+  const std::string tail = tail_lines(run.exit.output, kTailLines, kTailBytes);
+  const ProgramReport& report = run.report;
+  if (!run.record_error.empty()) {
+    return {CellStatus::kFailed, FailurePhase::kLoop, run.record_error + "; " + ran, true};
+  }
+  if (run.peer_failed) {
+    return {CellStatus::kFailed, FailurePhase::kGroup,
+            "another rank's program failed; this rank's was ended", false};
+  }
+  if (run.exit.timed_out) {
+    return {CellStatus::kTimeout, FailurePhase::kLoop,
+            ran + " ran past timeout_s = " + std::to_string(timeout_s) +
+                " s and was ended; output:\n" + tail,
+            true};
+  }
+  if (!run.exit.ok() || report.error_kind) {
+    // An outside SIGKILL is the kernel's OOM killer; ours come only after a stop or timeout.
+    const bool oom = report.error_kind == std::optional<std::string>("oom") ||
+                     (run.exit.term_signal == SIGKILL && !run.exit.stopped && !run.exit.timed_out);
+    const std::string why = report.error_kind ? report.error_message : run.exit.describe();
+    return {oom ? CellStatus::kOom : CellStatus::kFailed, FailurePhase::kLoop,
+            ran + " failed (" + run.exit.describe() + "): " + why + "; output:\n" + tail, true};
+  }
+  if (report.hello &&
+      (report.hello_rank != layout.rank || report.hello_world_size != layout.world)) {
+    return {CellStatus::kFailed, FailurePhase::kSetup,
+            ran + " saw rank " + std::to_string(report.hello_rank) + " of " +
+                std::to_string(report.hello_world_size) + ", scalebench assigned rank " +
+                std::to_string(layout.rank) + " of " + std::to_string(layout.world) +
+                " (does it read RANK and WORLD_SIZE?)",
+            true};
+  }
+  return {};
+}
+
+/// Note [Program cells]: every rank whose own program failed tells the others; returns how
+/// many did, after receiving exactly the stops meant for this rank (none outlives the cell).
+int exchange_stops(bool sends_stop, MPI_Comm group, const TorchrunLayout& layout) {
   std::vector<MPI_Request> sends;
-  if (local.sends_stop) {
-    for (int r = 0; r < group_size; ++r) {
-      if (r == group_rank) continue;
+  if (sends_stop) {
+    sends.reserve(static_cast<size_t>(layout.world));
+    for (int r = 0; r < layout.world; ++r) {
+      if (r == layout.rank) continue;
       sends.emplace_back();
       MPI_CHECK(MPI_Isend(nullptr, 0, MPI_BYTE, r, static_cast<int>(Tag::kProgramStop), group,
                           &sends.back()));
     }
   }
-  int senders = local.sends_stop ? 1 : 0;
+  int senders = sends_stop ? 1 : 0;
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &senders, 1, MPI_INT, MPI_SUM, group));
-  for (int k = 0; k < senders - (local.sends_stop ? 1 : 0); ++k) {
+  for (int k = 0; k < senders - (sends_stop ? 1 : 0); ++k) {
     MPI_CHECK(MPI_Recv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, static_cast<int>(Tag::kProgramStop),
                        group, MPI_STATUS_IGNORE));
   }
   if (!sends.empty()) {
     MPI_CHECK(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE));
   }
-  if (senders > 0 && local.status == CellStatus::kOk) {
-    local = {CellStatus::kFailed, FailurePhase::kGroup, "another rank's program failed", false};
-  }
-  std::filesystem::remove_all(output_dir.parent_path(), ignored);
+  return senders;
+}
 
-  const auto timings = program_timings(report, step_phase, origin_s, exit.wall_s);
+/// The rank's timings, metrics and effective values from what its program reported.
+void record_report(RankResult& result, const ProgramRun& run, const CellSpec& cell,
+                   double origin_s) {
+  const ProgramReport& report = run.report;
+  const auto timings = program_timings(report, cell.mode == Mode::kTrain ? "step" : "batch",
+                                       origin_s, run.exit.wall_s);
   result.phases = timings.phases;
   result.timings_s = timings.timings_s;
   result.phase_starts_s = timings.phase_starts_s;
   result.warmup_iterations = timings.warmup_iterations;
-  result.status = local.status;
-  result.failed_phase = local.phase;
-  result.reason = local.reason;
-  result.metrics["loop_wall_s"] = exit.wall_s;
-  result.metrics["program_exit_status"] = exit.shell_status();
+  result.metrics["loop_wall_s"] = run.exit.wall_s;
+  result.metrics["program_exit_status"] = run.exit.shell_status();
   const auto measured = static_cast<double>(result.iterations() - timings.warmup_iterations);
   result.metrics["measured_iterations"] = measured;
   if (report.steps.empty()) result.metrics["no_iteration_timings"] = 1.0;
@@ -368,10 +376,66 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
   if (const auto client = report.versions.find("client"); client != report.versions.end()) {
     result.effective["program_client"] = client->second;
   }
-  if (!report.steps.empty() || local.status != CellStatus::kOk) return result;
-  result.ineffective_reasons.push_back(
-      "timings: the program reported no iterations (no scalebench_client): one measurement, "
-      "its wall time; no per-iteration timings");
+}
+
+}  // namespace
+
+RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
+                            const WorkerContext& context, const std::string& device) {
+  const CellSpec& cell = assignment.cell;
+  const TorchrunLayout layout = torchrun_layout(context.host, group);
+  RankResult result;
+  result.cell_id = cell.cell_id;
+  result.world_rank = context.world_rank;
+  result.group_rank = layout.rank;
+  result.host = context.host;
+  result.device = device;
+
+  const auto cell_dir = std::filesystem::temp_directory_path() /
+                        ("scalebench-program-" + cell.cell_id + "-" + std::to_string(::getpid()));
+  const auto output_dir = cell_dir / ("rank" + std::to_string(layout.rank));
+  std::error_code ignored;
+  std::filesystem::create_directories(output_dir, ignored);
+
+  LocalOutcome local;
+  SubprocessOptions options;
+  if (layout.master_port == 0) {
+    local = {CellStatus::kFailed, FailurePhase::kSetup,
+             "group rank 0 found no free TCP port for MASTER_PORT", true};
+  } else {
+    try {
+      options = launch_options(assignment, layout, context, device, output_dir);
+    } catch (const std::invalid_argument& e) {
+      local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
+    }
+  }
+  ProgramRun run;
+  MPI_CHECK(MPI_Barrier(group));  // Note [Shared cell clock]: the origin
+  const double origin_s = steady_s();
+  result.metrics["loop_origin_epoch_s"] = epoch_s();
+  if (local.status == CellStatus::kOk) {
+    try {
+      run = run_and_read(options, group, cell.timeout_s);
+      local = outcome_of(run, options.argv, layout, cell.timeout_s);
+    } catch (const SubprocessError& e) {
+      local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
+    }
+  }
+  const int senders = exchange_stops(local.sends_stop, group, layout);
+  if (senders > 0 && local.status == CellStatus::kOk) {
+    local = {CellStatus::kFailed, FailurePhase::kGroup, "another rank's program failed", false};
+  }
+  std::filesystem::remove_all(cell_dir, ignored);
+
+  record_report(result, run, cell, origin_s);
+  result.status = local.status;
+  result.failed_phase = local.phase;
+  result.reason = local.reason;
+  if (run.report.steps.empty() && local.status == CellStatus::kOk) {
+    result.ineffective_reasons.push_back(
+        "timings: the program reported no iterations (no scalebench_client): one measurement, "
+        "its wall time; no per-iteration timings");
+  }
   return result;
 }
 
