@@ -9,6 +9,7 @@
 
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
+#include "common/results/provenance.h"
 
 namespace scalebench::results {
 namespace {
@@ -18,18 +19,33 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr hsize_t kTimingChunkBytes = 1 << 20;
 constexpr int kTimingGzipLevel = 4;
 
-std::string model_name(const ModelSpec& model) {
-  return model.torchscript.empty() ? model.zoo : "torchscript:" + model.torchscript;
+/// The `model` attribute: the zoo name, "torchscript:<path>" or "program:<command[0]>".
+std::string model_name(const CellSpec& cell) {
+  if (!cell.program.command.empty()) return "program:" + cell.program.command.front();
+  return cell.model.torchscript.empty() ? cell.model.zoo : "torchscript:" + cell.model.torchscript;
+}
+
+/// The spec as stored: a program's `env` values only for names the environment allowlist
+/// admits (Note [Environment allowlist]); the others keep their name, not their value. The
+/// cell id was computed from the whole spec, so cells still differ by every value.
+nlohmann::json stored_spec(const CellSpec& cell) {
+  nlohmann::json spec = to_json(cell);
+  if (const auto program = spec.find("program"); program != spec.end()) {
+    for (auto& [name, value] : (*program)["env"].items()) {
+      if (!environment_allowed(name)) value = kNotStoredValue;
+    }
+  }
+  return spec;
 }
 
 void write_spec_attributes(hid_t group, const CellSpec& cell) {
   using h5::write_int64_attribute;
   using h5::write_string_attribute;
-  write_string_attribute(group, "spec", to_json(cell).dump());
+  write_string_attribute(group, "spec", stored_spec(cell).dump());
   write_string_attribute(group, "branch", cell.branch);
   write_string_attribute(group, "commit", cell.commit);
   write_string_attribute(group, "experiment", cell.experiment);
-  write_string_attribute(group, "model", model_name(cell.model));
+  write_string_attribute(group, "model", model_name(cell));
   write_string_attribute(group, "mode", to_string(cell.mode));
   write_string_attribute(group, "precision", to_string(cell.precision));
   write_string_attribute(group, "device", to_string(cell.device));

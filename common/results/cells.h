@@ -37,6 +37,9 @@ void drop_results(hid_t cell_group);
 /// naming switches whose effect differed between ranks). Nothing when the ranks report no
 /// effects.
 inline constexpr const char* kEffectivePrefix = "effective_";
+/// What the stored spec holds in place of a program `env` value whose name the environment
+/// allowlist does not admit (it may be a secret).
+inline constexpr const char* kNotStoredValue = "<not stored>";
 inline constexpr const char* kIneffectiveReasons = "ineffective_reasons";
 void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks);
 

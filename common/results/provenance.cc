@@ -82,7 +82,9 @@ bool looks_secret(std::string name) {
       [&](const std::string& marker) { return name.find(marker) != std::string::npos; });
 }
 
-bool allowed(const std::string& name) {
+}  // namespace
+
+bool environment_allowed(const std::string& name) {
   const bool listed =
       std::find(kEnvironmentNames.begin(), kEnvironmentNames.end(), name) !=
           kEnvironmentNames.end() ||
@@ -90,6 +92,8 @@ bool allowed(const std::string& name) {
                   [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
   return listed && !looks_secret(name);
 }
+
+namespace {
 
 std::string mpi_thread_level_name() {
   int initialized = 0;
@@ -138,7 +142,7 @@ std::map<std::string, std::string> allowlisted_environment(char** envp) {
     const size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0) continue;
     std::string name = text.substr(0, equals);
-    if (allowed(name)) out[std::move(name)] = text.substr(equals + 1);
+    if (environment_allowed(name)) out[std::move(name)] = text.substr(equals + 1);
   }
   return out;
 }

@@ -63,6 +63,10 @@ extern const std::vector<std::string> kEnvironmentDenyMarkers;
 // transport key. The markers are matched as substrings, so a harmless name that contains
 // one (NCCL_..._PATH) is dropped too; leaving out a harmless variable is the safe mistake.
 
+/// Whether a variable of this name may be copied into a results file (Note [Environment
+/// allowlist]): listed, and without a secret-looking marker.
+bool environment_allowed(const std::string& name);
+
 /// The allowlisted subset of `envp` (a NULL-terminated "NAME=value" array like
 /// `environ`). Entries without '=' are ignored.
 std::map<std::string, std::string> allowlisted_environment(char** envp);

@@ -1,13 +1,16 @@
 // Program cells (docs/programs.md) under mpiexec -n 3 with the real worker: the example DDP
 // script of docs/examples/programs runs with the client at world sizes 1 and 2 (gloo), a
-// program without the client is measured by its wall time, and a program that raises at
-// step 3 is a failed cell with its output while the sweep goes on.
+// program without the client is measured by its wall time, and failing programs (raising at
+// step 3, hanging past timeout_s, out of memory, a malformed record, one rank of two exiting
+// early) are cells with their status and reason while the sweep goes on, leaving no process.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "common/base/exit_status.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
+#include "common/results/cells.h"
 #include "common/results/reader.h"
 #include "protocol/mpi_comm.h"
 #include "run_real_cli.h"
@@ -26,11 +30,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// Marks the processes of the programs that must not outlive their cells.
+constexpr const char* kMarker = "scalebench-program-test-marker";
+
 std::string matrix_text() {
   const fs::path source(build_info::source_dir());
   const std::string python = build_info::kPython;
   const std::string script = (source / "docs/examples/programs/train_ddp.py").string();
   const std::string client = (source / "protocol/client").string();
+  const std::string marker = kMarker;
   return "name: programs\n"
          "defaults: {device: cpu, warmup: 2, iterations: 12, timeout_s: 120, cpu_threads: 1}\n"
          "sweep: {modes: [train], batch_sizes: [64]}\n"
@@ -40,8 +48,8 @@ std::string matrix_text() {
          "    program:\n"
          "      command: [" +
          python + ", " + script +
-         ", --batch-size, '{batch_size}', --steps, '{iterations}', --warmup, '{warmup}', --width, "
-         "'2048']\n"
+         ", --batch-size, '{batch_size}', --steps, '{iterations}', --warmup, '{warmup}', "
+         "--width, '2048']\n"
          "      env: {PYTHONPATH: " +
          client +
          "}\n"
@@ -61,7 +69,43 @@ std::string matrix_text() {
          "    program: {command: [" +
          python +
          ", -c, 'import sys; assert sys.argv[1] == \"{experiment}; touch /tmp/x $(id)\"', "
-         "'{experiment}; touch /tmp/x $(id)']}\n";
+         "'{experiment}; touch /tmp/x $(id)']}\n"
+         "  - name: hangs\n"
+         "    timeout_s: 3\n"
+         "    program: {command: [" +
+         python + ", -c, 'import time; time.sleep(120)', " + marker +
+         "]}\n"
+         "  - name: oom\n"
+         "    program:\n"
+         "      command: [" +
+         python +
+         ", -c, 'import scalebench_client, torch; raise torch.OutOfMemoryError(\"by the test\")']\n"
+         "      env: {PYTHONPATH: " +
+         client +
+         "}\n"
+         "  - name: malformed\n"
+         "    program: {command: [" +
+         python + ", -c, 'import os, time; os.write(3, b\"not a record\\n\"); time.sleep(120)', " +
+         marker +
+         "]}\n"
+         "  - name: one-exits\n"
+         "    world_sizes: [2]\n"
+         "    program: {command: [" +
+         python +
+         ", -c, 'import os, sys, time; sys.exit(3) if os.environ[\"RANK\"] == \"1\" else "
+         "time.sleep(120)', " +
+         marker + "]}\n";
+}
+
+/// Processes whose command line holds kMarker (none may outlive its cell).
+int marked_processes() {
+  int found = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream in(entry.path() / "cmdline");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find(kMarker) != std::string::npos) ++found;
+  }
+  return found;
 }
 
 /// Every rank's [iteration][phase] table of a cell, by phase name.
@@ -91,17 +135,27 @@ TEST(ProgramRun, ProgramsAreCellsWithTheirOwnPhasesAndFailuresAreRecorded) {
   if (std::string(build_info::kPython).empty()) GTEST_SKIP() << "no SCALEBENCH_PYTHON";
   const testing::TempDir dir;
   const auto run = testing_real::run_matrix(dir.path(), matrix_text());
-  EXPECT_EQ(run.status, kExitCellsFailed);  // the `raises` cell
+  EXPECT_EQ(run.status, kExitCellsFailed);  // raises, hangs, oom, malformed, one-exits
   if (world_rank() != 0) return;
+  EXPECT_EQ(marked_processes(), 0) << "a program outlived its cell";
   const auto cells = read_results_overview(run.results()).at("cells");
-  ASSERT_EQ(cells.size(), 5U);
+  ASSERT_EQ(cells.size(), 9U);
+  // Failures: {experiment, status, a part of the reason}. Each ended well before its sleep.
+  const std::map<std::string, std::pair<std::string, std::string>> failures{
+      {"raises", {"failed", "failing at step 3 as asked"}},
+      {"hangs", {"timeout", "ran past timeout_s"}},
+      {"oom", {"oom", "OutOfMemoryError: by the test"}},
+      {"malformed", {"failed", "not a JSON object in record 'not a record'"}},
+      {"one-exits", {"failed", "exit status 3"}},
+  };
   for (const auto& [id, cell] : cells.items()) {
     SCOPED_TRACE(id);
     const auto& spec = cell.at("spec");
     const std::string experiment = spec.at("experiment");
-    if (experiment == "raises") {
-      EXPECT_EQ(cell.at("status"), "failed");
-      EXPECT_NE(cell.at("reason").get<std::string>().find("failing at step 3 as asked"),
+    EXPECT_EQ(cell.at("model").get<std::string>(), "program:" + std::string(build_info::kPython));
+    if (const auto failure = failures.find(experiment); failure != failures.end()) {
+      EXPECT_EQ(cell.at("status"), failure->second.first);
+      EXPECT_NE(cell.at("reason").get<std::string>().find(failure->second.second),
                 std::string::npos)
           << cell.at("reason");
       continue;
@@ -114,6 +168,8 @@ TEST(ProgramRun, ProgramsAreCellsWithTheirOwnPhasesAndFailuresAreRecorded) {
       if (experiment == "plain") EXPECT_GE(timings.at(0, 0, "step"), 0.3);
       continue;
     }
+    // Note [Environment allowlist]: PYTHONPATH is not on it, so its value is not stored.
+    EXPECT_EQ(spec.at("program").at("env").at("PYTHONPATH"), results::kNotStoredValue);
     const int world = spec.at("world_size");
     ASSERT_EQ(timings.dims[0], static_cast<unsigned long long>(world));
     ASSERT_EQ(timings.dims[1], 14U);  // 2 warm-up + 12 measured steps
