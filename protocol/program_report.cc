@@ -23,12 +23,24 @@ double number(const nlohmann::json& record, const char* key, const std::string& 
   return it->get<double>();
 }
 
-std::pair<double, double> span(const nlohmann::json& value, const std::string& line) {
-  if (!value.is_array() || value.size() != 2 || !value[0].is_number() || !value[1].is_number()) {
-    refuse(line, "a phase is not [begin, end]");
+constexpr double kNsPerSecond = 1e9;
+
+/// A CLOCK_MONOTONIC time in integer nanoseconds, as seconds.
+double time_ns(const nlohmann::json& record, const char* key, const std::string& line) {
+  const auto it = record.find(key);
+  if (it == record.end() || !it->is_number_integer()) {
+    refuse(line, std::string("no integer '") + key + "'");
   }
-  const double begin = value[0].get<double>();
-  const double end = value[1].get<double>();
+  return static_cast<double>(it->get<int64_t>()) / kNsPerSecond;
+}
+
+std::pair<double, double> span(const nlohmann::json& value, const std::string& line) {
+  if (!value.is_array() || value.size() != 2 || !value[0].is_number_integer() ||
+      !value[1].is_number_integer()) {
+    refuse(line, "a phase is not [begin_ns, end_ns]");
+  }
+  const double begin = static_cast<double>(value[0].get<int64_t>()) / kNsPerSecond;
+  const double end = static_cast<double>(value[1].get<int64_t>()) / kNsPerSecond;
   if (!(end >= begin)) refuse(line, "a phase ends before it begins");
   return {begin, end};
 }
@@ -60,8 +72,8 @@ void apply_record(ProgramReport& report, const std::string& line) {
   } else if (type == "step") {
     ProgramStep step;
     step.warmup = record.value("warmup", false);
-    step.begin = number(record, "begin", line);
-    step.end = number(record, "end", line);
+    step.begin = time_ns(record, "begin_ns", line);
+    step.end = time_ns(record, "end_ns", line);
     if (!(step.end >= step.begin)) refuse(line, "a step ends before it begins");
     if (const auto phases = record.find("phases"); phases != record.end()) {
       if (!phases->is_object()) refuse(line, "'phases' is not an object");

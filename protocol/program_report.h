@@ -4,9 +4,9 @@
 // Note [Program report channel]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // One JSON object per line (at most kMaxRecordBytes), each with "v" (kRecordVersion) and
-// "type": hello | step | metric | memory | error | summary. Times are CLOCK_MONOTONIC seconds
-// (Python's time.monotonic(), the worker's steady_clock), so the worker puts them on the
-// group's shared clock without any exchange. A line that is not such a record fails the cell
+// "type": hello | step | metric | memory | error | summary. Times are CLOCK_MONOTONIC integer
+// nanoseconds (Python's time.monotonic_ns(), the worker's steady_clock), so the worker puts
+// them on the group's shared clock without any exchange. A line that is not such a record fails the cell
 // with the line quoted: the channel is the program's private, framed report, never a scrape
 // of its stdout.
 #pragma once
@@ -30,7 +30,7 @@ class ProgramRecordError : public Error {
   using Error::Error;
 };
 
-/// One `step` record: begin/end of the step and of each phase it timed.
+/// One `step` record: begin/end of the step and of each phase it timed, in seconds.
 struct ProgramStep {
   bool warmup = false;
   double begin = 0.0;

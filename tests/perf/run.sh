@@ -14,6 +14,7 @@
 #   cpp_vs_eager.py     scalebench (TorchScript in C++) vs a PyTorch eager loop, 1 rank
 #   orchestration.py    many tiny cells: wall time vs the cells' own time
 #   analysis_load.py    scalebench_analysis load() of 1M timing rows
+#   program_client.py   program cells: the client's cost per step, the launch cost per cell
 #   results_store_cost  C++ (tests/perf/results_store_cost.cc): one results-file update and
 #                       a cell through the group commit, at 1, 1k and 10k cells in the file
 #   harness_overhead    C++ (tests/perf/harness_overhead.cc), run when built: prints its own
@@ -55,6 +56,7 @@ bench ddp_vs_torch "$python" "$here/ddp_vs_torch.py" "$build"
 bench cpp_vs_eager "$python" "$here/cpp_vs_eager.py" "$build"
 bench orchestration "$python" "$here/orchestration.py" "$build"
 bench analysis_load "$python" "$here/analysis_load.py"
+bench program_client "$python" "$here/program_client.py" "$build"
 if [[ -x $build/tests/perf/results_store_cost ]]; then
   bench results_store_cost "$build/tests/perf/results_store_cost"
 else

@@ -1,8 +1,9 @@
 """Report per-iteration phase times of a program to scalebench (docs/programs.md).
 
 A program started by scalebench as a program cell finds the report channel in the
-environment (``SCALEBENCH_REPORT_FD``, or ``SCALEBENCH_REPORT_FILE`` when the fd was not
-inherited) and writes newline-delimited JSON records to it (schemas/program-records.md).
+environment (``SCALEBENCH_REPORT_FD``) and writes newline-delimited JSON records to it
+(schemas/program-records.md). Step records are buffered (64 KiB) and every other record is
+written at once, so a step costs no system call while an error still reaches the worker.
 Started any other way, every function here is a cheap no-op, so the same script runs
 standalone.
 
@@ -16,8 +17,9 @@ standalone.
             ...
         sb.metric("loss", float(loss))
 
-Times are ``time.monotonic()`` (CLOCK_MONOTONIC, the clock of the worker that launched the
-program), taken when a ``with`` block is entered and left; nothing here synchronises a GPU.
+Times are ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock of the worker that launched
+the program, as integers: formatting them costs a fraction of a float's repr), taken when a
+``with`` block is entered and left; nothing here synchronises a GPU.
 For GPU phases that must be exact, synchronise in the program (``sync=True`` on ``phase``
 calls ``torch.cuda.synchronize()`` first) and say so: docs/programs.md explains the cost.
 """
@@ -29,7 +31,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 
 __version__ = "0.1.0"
 
@@ -37,7 +38,7 @@ __version__ = "0.1.0"
 RECORD_VERSION = 1
 
 _FD_VARIABLE = "SCALEBENCH_REPORT_FD"
-_FILE_VARIABLE = "SCALEBENCH_REPORT_FILE"
+_BUFFER_BYTES = 1 << 16
 
 
 class _Channel:
@@ -48,28 +49,21 @@ class _Channel:
         self.warmup = int(os.environ.get("SCALEBENCH_WARMUP", "0") or 0)
         self.steps = 0
         fd = os.environ.get(_FD_VARIABLE)
-        path = os.environ.get(_FILE_VARIABLE)
-        try:
-            if fd:
-                self.stream = os.fdopen(int(fd), "w", buffering=1, encoding="utf-8")
-            elif path:
-                # The stream lives as long as the process (closed at exit).
-                self.stream = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-        except OSError:
-            # A re-exec'd program whose fd is gone: fall back to the per-rank file if any.
-            self.stream = (
-                open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-                if path
-                else None
+        if fd:
+            # Lives as long as the process; finish() closes it.
+            self.stream = os.fdopen(
+                int(fd), "w", buffering=_BUFFER_BYTES, encoding="utf-8"
             )
 
     def write(self, record: dict[str, object]) -> None:
+        """Writes a record other than a step, with the steps buffered before it."""
         if self.stream is None:
             return
         record["v"] = RECORD_VERSION
         self.stream.write(
             json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n"
         )
+        self.stream.flush()
 
 
 _channel: _Channel | None = None
@@ -109,52 +103,84 @@ def _hello(channel: _Channel) -> None:
     )
 
 
-@contextlib.contextmanager
-def step() -> Iterator[None]:
-    """One iteration (a training step or an inference batch). The first ``SCALEBENCH_WARMUP``
-    steps are marked warm-up. Phases inside it are timed with ``phase``."""
-    global _phases
-    channel = _get()
-    if channel.stream is None:
-        yield
-        return
-    _phases = {}
-    begin = time.monotonic()
-    try:
-        yield
-    finally:
-        end = time.monotonic()
-        channel.write(
-            {
-                "type": "step",
-                "index": channel.steps,
-                "warmup": channel.steps < channel.warmup,
-                "begin": begin,
-                "end": end,
-                "phases": _phases,
-            }
+_monotonic_ns = time.monotonic_ns
+#: JSON text of each phase name seen (names repeat every step; encoding them once is cheaper).
+_names: dict[str, str] = {}
+
+
+class _Step:
+    """``with step():`` (a class, not a generator context manager: it runs every iteration,
+    and the record is formatted by hand, both to keep the client's cost per step small;
+    tests/perf/program_client.py measures it)."""
+
+    __slots__ = ("begin",)
+
+    def __enter__(self) -> None:
+        global _phases
+        if _get().stream is None:
+            return
+        _phases = {}
+        self.begin = _monotonic_ns()
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _phases
+        end = _monotonic_ns()
+        channel = _channel
+        if channel is None or channel.stream is None or _phases is None:
+            return
+        phases = ",".join(
+            f"{_names.get(name) or _encode(name)}:[{begin},{finish}]"
+            for name, (begin, finish) in _phases.items()
+        )
+        warmup = "true" if channel.steps < channel.warmup else "false"
+        channel.stream.write(
+            f'{{"v":{RECORD_VERSION},"type":"step","index":{channel.steps},"warmup":{warmup},'
+            f'"begin_ns":{self.begin},"end_ns":{end},"phases":{{{phases}}}}}\n'
         )
         channel.steps += 1
         _phases = None
 
 
-@contextlib.contextmanager
-def phase(name: str, sync: bool = False) -> Iterator[None]:
-    """A named phase of the current step (``data``, ``h2d``, ``forward``, ``backward``,
-    ``optimizer``, ... or any name). With ``sync=True`` the GPU is synchronised before the
-    phase begins and before it ends, so its time is the GPU's (and costs a stall)."""
-    if _phases is None:
-        yield
-        return
-    if sync:
-        _synchronize()
-    begin = time.monotonic()
-    try:
-        yield
-    finally:
-        if sync:
+def _encode(name: str) -> str:
+    _names[name] = json.dumps(str(name))
+    return _names[name]
+
+
+def step() -> _Step:
+    """One iteration (a training step or an inference batch), as ``with sb.step():``. The
+    first ``SCALEBENCH_WARMUP`` steps are marked warm-up. Phases inside it are timed with
+    ``phase``."""
+    return _Step()
+
+
+class _Phase:
+    __slots__ = ("begin", "name", "sync")
+
+    def __init__(self, name: str, sync: bool) -> None:
+        self.name = name
+        self.sync = sync
+
+    def __enter__(self) -> None:
+        if _phases is None:
+            return
+        if self.sync:
             _synchronize()
-        _phases[name] = [begin, time.monotonic()]
+        self.begin = _monotonic_ns()
+
+    def __exit__(self, *exc_info: object) -> None:
+        if _phases is None:
+            return
+        if self.sync:
+            _synchronize()
+        _phases[self.name] = (self.begin, _monotonic_ns())
+
+
+def phase(name: str, sync: bool = False) -> _Phase:
+    """A named phase of the current step (``data``, ``h2d``, ``forward``, ``backward``,
+    ``optimizer``, ... or any name), as ``with sb.phase("forward"):``. With ``sync=True``
+    the GPU is synchronised before the phase begins and before it ends, so its time is the
+    GPU's (and costs a stall)."""
+    return _Phase(name, sync)
 
 
 def _synchronize() -> None:
@@ -214,11 +240,14 @@ def error(exception: BaseException) -> None:
 
 
 def finish() -> None:
-    """Ends the report with a summary record (the number of steps). Called at exit."""
+    """Ends the report with a summary record (the number of steps) and closes the channel;
+    later calls of this module are no-ops. Called at exit if the program did not."""
     channel = _get()
+    if channel.stream is None:
+        return
     channel.write({"type": "summary", "steps": channel.steps})
-    if channel.stream is not None:
-        channel.stream.flush()
+    channel.stream.close()
+    channel.stream = None
 
 
 def _excepthook(kind, value, traceback) -> None:
@@ -227,7 +256,7 @@ def _excepthook(kind, value, traceback) -> None:
 
 
 _previous_excepthook = sys.excepthook
-if os.environ.get(_FD_VARIABLE) or os.environ.get(_FILE_VARIABLE):
+if os.environ.get(_FD_VARIABLE):
     import atexit
 
     sys.excepthook = _excepthook

@@ -13,9 +13,9 @@ TEST(ProgramReport, StepsBecomeRowsOfTheirPhasesOnTheGroupClock) {
   std::string buffer =
       R"({"v":1,"type":"hello","framework":"pytorch","rank":0,"world_size":1,"versions":{"client":"0.1.0"}})"
       "\n"
-      R"({"v":1,"type":"step","warmup":true,"begin":10.0,"end":11.0,"phases":{"forward":[10.0,10.5]}})"
+      R"({"v":1,"type":"step","warmup":true,"begin_ns":10000000000,"end_ns":11000000000,"phases":{"forward":[10000000000,10500000000]}})"
       "\n"
-      R"({"v":1,"type":"step","warmup":false,"begin":11.0,"end":13.0,"phases":{"data":[11.0,11.5],"forward":[11.5,13.0]}})"
+      R"({"v":1,"type":"step","warmup":false,"begin_ns":11000000000,"end_ns":13000000000,"phases":{"data":[11000000000,11500000000],"forward":[11500000000,13000000000]}})"
       "\n"
       R"({"v":1,"type":"metric","name":"loss","value":0.5})"
       "\n{\"v\":1,\"type\":\"summ";
@@ -47,8 +47,8 @@ TEST(ProgramReport, MalformedRecordsAreRefusedWithTheLine) {
   for (const std::string line :
        {std::string("not json"), std::string(R"({"type":"step"})"),
         std::string(R"({"v":2,"type":"hello"})"), std::string(R"({"v":1,"type":"nope"})"),
-        std::string(R"({"v":1,"type":"step","begin":2,"end":1})"),
-        std::string(R"({"v":1,"type":"step","begin":1,"end":2,"phases":{"f":[3]}})")}) {
+        std::string(R"({"v":1,"type":"step","begin_ns":2,"end_ns":1})"),
+        std::string(R"({"v":1,"type":"step","begin_ns":1,"end_ns":2,"phases":{"f":[3]}})")}) {
     ProgramReport report;
     try {
       apply_record(report, line);
