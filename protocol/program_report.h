@@ -6,9 +6,9 @@
 // One JSON object per line (at most kMaxRecordBytes), each with "v" (kRecordVersion) and
 // "type": hello | step | metric | memory | error | summary. Times are CLOCK_MONOTONIC integer
 // nanoseconds (Python's time.monotonic_ns(), the worker's steady_clock), so the worker puts
-// them on the group's shared clock without any exchange. A line that is not such a record fails the cell
-// with the line quoted: the channel is the program's private, framed report, never a scrape
-// of its stdout.
+// them on the group's shared clock without any exchange. A line that is not such a record fails the
+// cell with the line quoted: the channel is the program's private, framed report, never a scrape of
+// its stdout.
 #pragma once
 
 #include <cstddef>
