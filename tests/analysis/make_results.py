@@ -5,9 +5,10 @@ layout exactly as the C++ writer does (test_summary.py checks it against the C++
 golden tests/data/results/layout_v1.txt): root provenance attributes, one group per cell
 with the spec copies, status, timings (rank x iteration x phase, NaN-padded), per-rank
 metrics, hosts and devices, and the `summary` subgroup computed from the timings with
-the rules of common/results/cell_summary.cc and the thresholds of common/results/cell_summary.h (read from
-the header). That second implementation of the summary lives here, in the test helper
-only: the analysis package reads the summary from the file. Timings are drawn from a
+the rules of common/results/cell_summary.cc and the thresholds of
+common/results/cell_summary.h (read from the header). That second implementation of the
+summary lives here, in the test helper only: the analysis package reads the summary from the
+file. Timings are drawn from a
 seeded numpy RNG.
 
 The synthetic matrix: branches main and feature (feature ~15% faster), train and infer,
@@ -160,7 +161,8 @@ def infer_timings(rng, batch, world, per_sample_s, sigma=0.03, drift=0.0):
 
 
 def cpp_thresholds() -> dict:
-    """The validity thresholds of common/results/cell_summary.h, typed as the summary stores them."""
+    """The validity thresholds of common/results/cell_summary.h, typed as the summary stores
+    them."""
 
     def value(name):
         return cpp_constant("common/results/cell_summary.h", name)
@@ -298,7 +300,8 @@ def summary_of(
     return out
 
 
-#: kKneeFraction of common/cell/batch_search.h: the knee is the smallest batch within it of the best.
+#: kKneeFraction of common/cell/batch_search.h: the knee is the smallest batch within it of
+#: the best.
 KNEE_FRACTION = float(cpp_constant("common/cell/batch_search.h", "kKneeFraction"))
 PROBE_COLUMNS = ["batch", "median_s", "p99_s", "throughput_samples_per_s", "peak_memory_bytes"]
 

@@ -30,7 +30,8 @@ def _infer_id(batch: int) -> str:
 PASSED_INFER = _infer_id(16)  # identical outputs: psnr_db = +inf
 FAILED_INFER = _infer_id(32)
 PASSED_TRAIN = mr.make_spec("main", "train", 16, 1)["cell_id"]
-CHECKS = ["mae_rel 0.0213 > 0.01", "1-cosine 0.0125 > 0.01"]  # as common/cell/accuracy.cc words them
+# As common/cell/accuracy.cc words them.
+CHECKS = ["mae_rel 0.0213 > 0.01", "1-cosine 0.0125 > 0.01"]
 
 IDENTICAL = {
     "tolerance": 0.01,
