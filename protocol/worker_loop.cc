@@ -4,9 +4,9 @@
 #include <chrono>
 #include <thread>
 
+#include "common/base/cpu_model.h"
 #include "common/base/error.h"
 #include "common/base/logging.h"
-#include "common/results/provenance.h"
 #include "protocol/fault_injection.h"
 #include "protocol/mpi_comm.h"
 #include "protocol/poll_backoff.h"

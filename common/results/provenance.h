@@ -79,12 +79,4 @@ std::string matrix_hash(std::vector<std::string> cell_ids);
 /// layout 1.5: readers accept both).
 std::string iso8601_utc_now();
 
-/// The CPU model of this machine from /proc/cpuinfo ("AMD EPYC 7B13": the first `model name`,
-/// else the first `Hardware`, `Processor`, `cpu model` or `uarch` line, as Arm and other
-/// kernels name it), or "" when none is there.
-std::string cpu_model_name();
-
-/// cpu_model_name's parser, on the text of a /proc/cpuinfo.
-std::string cpu_model_from_cpuinfo(const std::string& cpuinfo);
-
 }  // namespace scalebench

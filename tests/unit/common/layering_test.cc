@@ -26,7 +26,7 @@ const std::map<std::string, std::set<std::string>> kAllowed{
     {"common/cell", {"common/base", "common/cell"}},
     {"common/matrix", {"common/base", "common/cell", "common/matrix"}},
     {"common/results", {"common/base", "common/hdf5", "common/cell", "common/results"}},
-    {"protocol", {"common/base", "common/cell", "common/results", "protocol"}},
+    {"protocol", {"common/base", "common/cell", "protocol"}},
     {"orchestrator",
      {"common/base", "common/hdf5", "common/cell", "common/matrix", "common/results", "protocol",
       "orchestrator"}},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/cpu_model.h"
 #include "common/cell/cell_spec.h"
 
 namespace scalebench {
