@@ -50,20 +50,8 @@ constexpr std::size_t kTailLines = 40;
 constexpr std::size_t kTailBytes = 4096;
 
 /// Environment variables of the launcher that a child must not see (prefixes).
-const std::array<const char*, 9> kScrubbedPrefixes{"OMPI_", "PMIX_",  "PMI_",   "SLURM_",   "PRTE_",
-                                                   "OPAL_", "HYDRA_", "I_MPI_", "MPI_LOCAL"};
-
-std::vector<std::string> scrubbed_names() {
-  std::vector<std::string> names;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string text(*entry);
-    const std::string name = text.substr(0, text.find('='));
-    for (const char* prefix : kScrubbedPrefixes) {
-      if (name.rfind(prefix, 0) == 0) names.push_back(name);
-    }
-  }
-  return names;
-}
+const std::vector<std::string> kScrubbedPrefixes{"OMPI_", "PMIX_",  "PMI_",   "SLURM_",   "PRTE_",
+                                                 "OPAL_", "HYDRA_", "I_MPI_", "MPI_LOCAL"};
 
 /// A TCP port that was free a moment ago (bind to port 0), for MASTER_PORT; 0 when none
 /// could be found (no socket or no bind: the cell then fails in phase setup).
@@ -189,8 +177,8 @@ TorchrunLayout torchrun_layout(const std::string& host, MPI_Comm group) {
   return layout;
 }
 
-/// The command with its placeholders filled, and its environment: the experiment's `env`,
-/// then the launch contract of docs/programs.md. Throws std::invalid_argument for a
+/// The command with its placeholders filled, and its environment: the launch contract of
+/// docs/programs.md, then the experiment's `env`. Throws std::invalid_argument for a
 /// placeholder that cannot be filled.
 SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLayout& layout,
                                  const WorkerContext& context, const std::string& device,
@@ -200,9 +188,6 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   const auto values = placeholder_values(cell, output_dir.string(), device);
   for (const auto& arg : cell.program.command) {
     options.argv.push_back(substitute_placeholders(arg, values));
-  }
-  for (const auto& [name, value] : cell.program.env) {
-    options.set_environment.emplace_back(name, substitute_placeholders(value, values));
   }
   auto set = [&](const std::string& name, const std::string& value) {
     options.set_environment.emplace_back(name, value);
@@ -229,7 +214,12 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   set("SCALEBENCH_PRECISION", to_string(cell.precision));
   set("SCALEBENCH_DEVICE", device);
   set("SCALEBENCH_MODE", to_string(cell.mode));
-  options.unset_environment = scrubbed_names();
+  options.unset_environment_prefixes = kScrubbedPrefixes;
+  // The experiment's env comes last: of two entries of one name the later wins (Subprocess),
+  // so a user may override a variable of the contract (OMP_NUM_THREADS, ...) on purpose.
+  for (const auto& [name, value] : cell.program.env) {
+    options.set_environment.emplace_back(name, substitute_placeholders(value, values));
+  }
   options.working_dir = std::filesystem::path(assignment.tree);
   return options;
 }

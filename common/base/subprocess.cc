@@ -101,6 +101,10 @@ std::vector<std::string> child_environment(const SubprocessOptions& options) {
     if (std::find(options.unset_environment.begin(), options.unset_environment.end(), name) !=
         options.unset_environment.end())
       return true;
+    if (std::any_of(options.unset_environment_prefixes.begin(),
+                    options.unset_environment_prefixes.end(),
+                    [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; }))
+      return true;
     return std::any_of(options.set_environment.begin(), options.set_environment.end(),
                        [&](const auto& kv) { return kv.first == name; });
   };
@@ -108,7 +112,13 @@ std::vector<std::string> child_environment(const SubprocessOptions& options) {
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     if (!is_replaced(*entry)) env.emplace_back(*entry);
   }
-  for (const auto& [name, value] : options.set_environment) env.push_back(name + "=" + value);
+  const auto& set = options.set_environment;
+  for (size_t i = 0; i < set.size(); ++i) {
+    const bool replaced_later =
+        std::any_of(set.begin() + static_cast<std::ptrdiff_t>(i) + 1, set.end(),
+                    [&](const auto& kv) { return kv.first == set[i].first; });
+    if (!replaced_later) env.push_back(set[i].first + "=" + set[i].second);
+  }
   return env;
 }
 

@@ -51,9 +51,12 @@ inline constexpr int kPassedFd = 3;
 struct SubprocessOptions {
   std::vector<std::string> argv;      ///< argv[0] = program (PATH lookup); must not be empty
   std::filesystem::path working_dir;  ///< empty = the caller's current directory
-  /// Environment: the caller's, minus `unset_environment`, plus `set_environment` (which wins).
+  /// Environment: the caller's, minus `unset_environment` and every name that starts with one
+  /// of `unset_environment_prefixes`, plus `set_environment` (which wins; of two entries of
+  /// one name there, the later wins, so the child never sees a name twice).
   std::vector<std::pair<std::string, std::string>> set_environment;
   std::vector<std::string> unset_environment;
+  std::vector<std::string> unset_environment_prefixes;
   double timeout_s = 0.0;     ///< wall-clock limit; 0 = none
   double kill_grace_s = 2.0;  ///< time between SIGTERM and SIGKILL of the process group
   /// false: stdout and stderr are merged, in the order written, into `output`.

@@ -85,6 +85,22 @@ TEST(Subprocess, PassesTheEnvironmentWithOverridesAndRemovals) {
   ::unsetenv("SB_SUBPROCESS_SET");
 }
 
+TEST(Subprocess, RemovesPrefixesAndKeepsTheLastOfTwoSettingsOfOneName) {
+  ::setenv("SB_PREFIXED_ONE", "one", 1);
+  ::setenv("SB_PREFIXED_TWO", "two", 1);
+  ::setenv("SB_KEPT", "kept", 1);
+  SubprocessOptions options =
+      sh("echo \"${SB_PREFIXED_ONE-gone}|${SB_PREFIXED_TWO-gone}|$SB_KEPT|$SB_TWICE\"; "
+         "env | grep -c '^SB_TWICE='");
+  options.unset_environment_prefixes = {"SB_PREFIXED_"};
+  options.set_environment = {{"SB_TWICE", "first"}, {"SB_TWICE", "second"}};
+  const SubprocessResult result = run_subprocess(options);
+  EXPECT_EQ(result.output, "gone|gone|kept|second\n1\n");
+  ::unsetenv("SB_PREFIXED_ONE");
+  ::unsetenv("SB_PREFIXED_TWO");
+  ::unsetenv("SB_KEPT");
+}
+
 TEST(Subprocess, StdinIsDevNull) {
   const SubprocessResult result = run_subprocess(sh("cat; echo end"));
   EXPECT_EQ(result.output, "end\n");
