@@ -10,6 +10,8 @@
 #
 # Environment (all optional):
 #   SCALEBENCH_VENV        virtualenv path (default: <repo>/.venv)
+#   SCALEBENCH_FRAMEWORKS_VENV  virtualenv of the test-only frameworks of the program-cell
+#                          examples (default: <repo>/.venv-frameworks; `test` only)
 #   SCALEBENCH_SKIP_APT=1  do not call apt-get (packages are provided some other way)
 #   Torch_DIR / CMAKE_PREFIX_PATH  use an already-installed LibTorch instead of the venv's
 #   SCALEBENCH_TORCH_SPEC  pip requirement for torch (default: torch>=2.4)
@@ -71,6 +73,33 @@ install_venv() {
   echo "$want" > "$stamp"
 }
 
+# The program-cell examples' frameworks (tests/programs/requirements.txt: Lightning, Hydra,
+# JAX, Keras) in an environment of their own, as a user's would be: scalebench's virtualenv
+# is never touched. Its torch is scalebench's (a .pth file puts that site-packages last on
+# the path, so pip sees torch installed and downloads it once only); scalebench-client is
+# pip-installed from a copy of protocol/client (pip builds in the folder it installs from),
+# which registers its Lightning entry point.
+frameworks_venv="${SCALEBENCH_FRAMEWORKS_VENV:-$repo/.venv-frameworks}"
+install_frameworks_venv() {
+  local want stamp="$frameworks_venv/.scalebench-requirements"
+  want="$(cat tests/programs/requirements.txt; cat protocol/client/pyproject.toml \
+    protocol/client/scalebench_client/*.py | sha256sum)"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return 0; fi
+  log "installing the program-cell frameworks into $frameworks_venv"
+  [[ -x "$frameworks_venv/bin/python" ]] || python3 -m venv "$frameworks_venv"
+  local site
+  site="$("$frameworks_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+  "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' \
+    >"$site/scalebench-project-torch.pth"
+  "$frameworks_venv/bin/pip" install -q --disable-pip-version-check -r tests/programs/requirements.txt
+  local copy
+  copy="$(mktemp -d)"
+  cp -r protocol/client "$copy/client"
+  "$frameworks_venv/bin/pip" install -q --disable-pip-version-check --no-deps "$copy/client"
+  rm -rf "$copy"
+  echo "$want" >"$stamp"
+}
+
 # One compiler cache for every clone on this machine (Note [Compiler cache across clones] in
 # CMakeLists.txt): no compile command or preprocessed text holds the clone's path once
 # CCACHE_BASEDIR turns the absolute paths of the command line into relative ones, so a fresh
@@ -119,10 +148,12 @@ case "$action" in
   test)
     timed "apt (Debian packages)" install_debian "${debian_packages[@]}" "${test_packages[@]}"
     timed "virtualenv (pip)" install_venv
+    timed "frameworks virtualenv (pip)" install_frameworks_venv
     ccache_mark
     configure_and_build release
     configure_and_build asan
-    exec bash tests/run_all.sh "$repo" "$venv/bin/python"
+    SCALEBENCH_FRAMEWORKS_PYTHON="$frameworks_venv/bin/python" \
+      exec bash tests/run_all.sh "$repo" "$venv/bin/python"
     ;;
   *)
     echo "usage: $0 [build|demo|test]" >&2

@@ -16,9 +16,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/base/escaped_text.h"
 #include "common/base/logging.h"
+#include "common/base/process_memory.h"
 #include "common/base/subprocess.h"
 #include "common/cell/program.h"
+#include "common/cell/stats.h"
+#include "protocol/group_probe.h"
 #include "protocol/mpi_check.h"
 #include "protocol/program_report.h"
 
@@ -43,11 +47,33 @@ namespace scalebench {
 //
 // Clock: the group's origin is a barrier just before the launch (steady_clock, which is
 // CLOCK_MONOTONIC, the clock of time.monotonic() in the client).
+//
+// Note [Program memory budget]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A program cell has a memory budget when `memory_limit_mb` is set, and a CPU cell with
+// `batch_size: auto` also without it (the node's MemAvailable shared by its workers, taken
+// once before the first probe, as for built-in cells). The budget binds for real:
+//  * CPU: while the program runs the worker sums the resident sets of its process group
+//    (every process it started, data-loader workers included) every 50 ms (the wait loop's
+//    tick); above the budget the group is ended (SIGTERM, then SIGKILL) and the rank records
+//    `oom` ("over the memory budget"). The program's own report of its peak resident set
+//    (`sb.memory()`, getrusage, exact but of the main process only) above the budget counts
+//    too, so an allocation shorter than a tick is not missed.
+//  * GPU: the program receives SCALEBENCH_MEMORY_BUDGET_BYTES, and the client caps torch's
+//    CUDA allocator at that share of the device (`set_per_process_memory_fraction`), so an
+//    allocation beyond it raises torch.OutOfMemoryError; a reported CUDA peak above the
+//    budget counts too.
+// A batch search (`batch_size: auto`) relaunches the program once per probe at the probe's
+// batch (one warm-up and `probe_iterations` measured steps) under the same budget; the group
+// agrees on each probe (Note [Group probes], protocol/group_probe.h): an `oom` record or a
+// kill by the kernel marks `oom`, the budget `over_budget`. So the boundary it finds is the
+// boundary of direct runs of the same program with the same budget.
 
 namespace {
 
 constexpr std::size_t kTailLines = 40;
 constexpr std::size_t kTailBytes = 4096;
+constexpr double kMiB = 1024.0 * 1024.0;
 
 /// Environment variables of the launcher that a child must not see (prefixes).
 const std::vector<std::string> kScrubbedPrefixes{"OMPI_", "PMIX_",  "PMI_",   "SLURM_",   "PRTE_",
@@ -143,7 +169,9 @@ struct LocalOutcome {
   FailurePhase phase = FailurePhase::kNone;
   std::string reason;
   bool sends_stop = false;  ///< its own failure (not an echo of another rank's)
+  bool over_budget = false;  ///< the memory budget ended it (Note [Program memory budget])
 };
+
 
 /// This rank's place in the group as torchrun would give it: a node is a distinct host, in
 /// group-rank order; the master is group rank 0's host at a port it found free.
@@ -153,6 +181,7 @@ struct TorchrunLayout {
   int local_rank = 0;
   int local_world = 0;
   int node_rank = 0;
+  int nodes = 1;
   std::string master_addr;
   int master_port = 0;  ///< 0: group rank 0 found no free port
 };
@@ -171,6 +200,7 @@ TorchrunLayout torchrun_layout(const std::string& host, MPI_Comm group) {
     }
   }
   layout.node_rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), host) - nodes.begin());
+  layout.nodes = static_cast<int>(nodes.size());
   layout.master_addr = hosts[0];
   layout.master_port = layout.rank == 0 ? free_port() : 0;
   MPI_CHECK(MPI_Bcast(&layout.master_port, 1, MPI_INT, 0, group));
@@ -182,13 +212,14 @@ TorchrunLayout torchrun_layout(const std::string& host, MPI_Comm group) {
 /// placeholder that cannot be filled.
 SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLayout& layout,
                                  const WorkerContext& context, const std::string& device,
-                                 const std::filesystem::path& output_dir) {
+                                 const std::filesystem::path& output_dir, double budget_bytes) {
   const CellSpec& cell = assignment.cell;
   SubprocessOptions options;
-  const auto values = placeholder_values(cell, output_dir.string(), device);
-  for (const auto& arg : cell.program.command) {
-    options.argv.push_back(substitute_placeholders(arg, values));
-  }
+  auto values = placeholder_values(cell, output_dir.string(), device);
+  values["local_world_size"] = std::to_string(layout.local_world);
+  values["num_nodes"] = std::to_string(layout.nodes);
+  options.argv = program_argv(cell.program, values);
+  values["python"] = program_interpreter(cell.program);
   auto set = [&](const std::string& name, const std::string& value) {
     options.set_environment.emplace_back(name, value);
   };
@@ -214,6 +245,16 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   set("SCALEBENCH_PRECISION", to_string(cell.precision));
   set("SCALEBENCH_DEVICE", device);
   set("SCALEBENCH_MODE", to_string(cell.mode));
+  if (budget_bytes > 0) {
+    set("SCALEBENCH_MEMORY_BUDGET_BYTES", std::to_string(static_cast<int64_t>(budget_bytes)));
+  }
+  // `python:` as if its environment were activated: its folder first on PATH, so that the
+  // program's own subprocesses (torchrun, a data tool) come from it too.
+  const std::filesystem::path interpreter(values["python"]);
+  if (!cell.program.python.empty() && interpreter.has_parent_path()) {
+    const char* path = std::getenv("PATH");
+    set("PATH", interpreter.parent_path().string() + (path ? ":" + std::string(path) : ""));
+  }
   options.unset_environment_prefixes = kScrubbedPrefixes;
   // The experiment's env comes last: of two entries of one name the later wins (Subprocess),
   // so a user may override a variable of the contract (OMP_NUM_THREADS, ...) on purpose.
@@ -230,6 +271,8 @@ struct ProgramRun {
   SubprocessResult exit;
   std::string record_error;  ///< a malformed record (Note [Program report channel])
   bool peer_failed = false;  ///< ended because another rank's program failed
+  bool over_budget = false;  ///< ended by Note [Program memory budget]'s resident-set check
+  double sampled_peak_rss_bytes = -1;  ///< largest resident set of its group seen (-1: none)
 };
 
 /// Runs the program to its end, reading its records as they come; ends it early on a
@@ -237,13 +280,23 @@ struct ProgramRun {
 /// for every cell: the worker ends the program before rank 0's watchdog, which allows
 /// timeout_s + its grace, gives up on the cell). Throws SubprocessError when it cannot be
 /// started.
-ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeout_s) {
+ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeout_s,
+                        double rss_budget_bytes) {
   ProgramRun run;
   std::string buffer;
   ReportPipe pipe;
+  pid_t child_group = 0;
   options.pass_fd = pipe.write_fd();
   options.timeout_s = timeout_s;
   options.keep_going = [&]() {
+    if (rss_budget_bytes > 0 && child_group > 0) {  // Note [Program memory budget]
+      const auto rss = static_cast<double>(process_group_rss_bytes(child_group));
+      run.sampled_peak_rss_bytes = std::max(run.sampled_peak_rss_bytes, rss);
+      if (rss > rss_budget_bytes) {
+        run.over_budget = true;
+        return false;
+      }
+    }
     try {
       pipe.drain(buffer);
       apply_records(run.report, buffer);
@@ -258,6 +311,7 @@ ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeou
     return !run.peer_failed;
   };
   Subprocess child(options);
+  child_group = child.pid();
   pipe.close_write();  // the child holds the only write end
   run.exit = child.wait();
   pipe.drain(buffer);
@@ -272,12 +326,23 @@ ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeou
   return run;
 }
 
+/// The bounded, printable tail of a program's output (stdout and stderr merged).
+std::string output_tail(const ProgramRun& run) {
+  return printable_output(tail_lines(run.exit.output, kTailLines, kTailBytes));
+}
+
+/// The largest memory known of a run: its reported peak, or its group's sampled resident
+/// set; -1 when neither.
+double measured_peak_bytes(const ProgramRun& run) {
+  return std::max(run.report.peak_memory_bytes, run.sampled_peak_rss_bytes);
+}
+
 /// What ended this rank's program, in the order of Note [Program cells]'s failures table
 /// (docs/programs.md#failures).
 LocalOutcome outcome_of(const ProgramRun& run, const std::vector<std::string>& argv,
-                        const TorchrunLayout& layout, double timeout_s) {
+                        const TorchrunLayout& layout, double timeout_s, double budget_bytes) {
   const std::string ran = "program " + quote_argv(argv);
-  const std::string tail = tail_lines(run.exit.output, kTailLines, kTailBytes);
+  const std::string tail = output_tail(run);
   const ProgramReport& report = run.report;
   if (!run.record_error.empty()) {
     return {CellStatus::kFailed, FailurePhase::kLoop, run.record_error + "; " + ran, true};
@@ -285,6 +350,19 @@ LocalOutcome outcome_of(const ProgramRun& run, const std::vector<std::string>& a
   if (run.peer_failed) {
     return {CellStatus::kFailed, FailurePhase::kGroup,
             "another rank's program failed; this rank's was ended", false};
+  }
+  const double peak = measured_peak_bytes(run);
+  if (run.over_budget || (budget_bytes > 0 && peak > budget_bytes)) {
+    LocalOutcome over{CellStatus::kOom, FailurePhase::kLoop,
+                      ran + (run.over_budget ? " was ended: its" : ": its") +
+                          " memory reached " + std::to_string(std::lround(peak / kMiB)) +
+                          " MiB, over the memory budget of " +
+                          std::to_string(std::lround(budget_bytes / kMiB)) +
+                          " MiB (memory_limit_mb, docs/programs.md#memory); lower the batch "
+                          "size or raise memory_limit_mb",
+                      true};
+    over.over_budget = true;
+    return over;
   }
   if (run.exit.timed_out) {
     return {CellStatus::kTimeout, FailurePhase::kLoop,
@@ -368,60 +446,226 @@ void record_report(RankResult& result, const ProgramRun& run, const CellSpec& ce
   }
 }
 
+/// One launch of the program on this rank, with the group's agreement on how it ended.
+struct Attempt {
+  ProgramRun run;
+  LocalOutcome local;
+  std::vector<std::string> argv;
+  double origin_s = 0;  ///< Note [Shared cell clock]: the group's barrier before the launch
+  double origin_epoch_s = 0;
+};
+
+/// Launches `assignment`'s program (its cell's batch and iterations) on every rank of the
+/// group and waits for all of them: a rank whose program fails makes the others end theirs
+/// (Note [Program cells]). Collective over `group`.
+Attempt attempt_program(const Assignment& assignment, const TorchrunLayout& layout,
+                        const WorkerContext& context, const std::string& device,
+                        const std::filesystem::path& output_dir, double budget_bytes,
+                        double timeout_s, MPI_Comm group) {
+  Attempt attempt;
+  std::error_code ignored;
+  std::filesystem::remove_all(output_dir, ignored);  // each launch starts with an empty folder
+  std::filesystem::create_directories(output_dir, ignored);
+  SubprocessOptions options;
+  if (layout.master_port == 0) {
+    attempt.local = {CellStatus::kFailed, FailurePhase::kSetup,
+                     "group rank 0 found no free TCP port for MASTER_PORT", true};
+  } else if (timeout_s <= 0) {
+    attempt.local = {CellStatus::kTimeout, FailurePhase::kLoop,
+                     "timeout_s passed before the program could be started", true};
+  } else {
+    try {
+      options = launch_options(assignment, layout, context, device, output_dir, budget_bytes);
+      attempt.argv = options.argv;
+    } catch (const std::invalid_argument& e) {
+      attempt.local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
+    }
+  }
+  MPI_CHECK(MPI_Barrier(group));  // Note [Shared cell clock]: the origin
+  attempt.origin_s = steady_s();
+  attempt.origin_epoch_s = epoch_s();
+  if (attempt.local.status == CellStatus::kOk) {
+    const double rss_budget = device == "cpu" ? budget_bytes : 0;
+    try {
+      attempt.run = run_and_read(options, group, timeout_s, rss_budget);
+      attempt.local = outcome_of(attempt.run, options.argv, layout, timeout_s, budget_bytes);
+    } catch (const SubprocessError& e) {
+      attempt.local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
+    }
+  }
+  const int senders = exchange_stops(attempt.local.sends_stop, group, layout);
+  if (senders > 0 && attempt.local.status == CellStatus::kOk) {
+    attempt.local = {CellStatus::kFailed, FailurePhase::kGroup, "another rank's program failed",
+                     false};
+  }
+  return attempt;
+}
+
+/// The budget of Note [Program memory budget], bytes (0: none).
+double program_budget_bytes(const CellSpec& cell, const std::string& device,
+                            const WorkerContext& context) {
+  if (cell.memory_limit_mb > 0) return cell.memory_limit_mb * kMiB;
+  if (cell.batch_size != kBatchAuto || device != "cpu") return 0;
+  const auto available = mem_available_bytes();
+  return available ? static_cast<double>(*available) / std::max(1, context.local_workers) : 0;
+}
+
+/// A probe's view on this rank (Note [Group probes]): its status and measured step times.
+LocalProbe local_probe(const Attempt& attempt, const CellSpec& probe_cell) {
+  LocalProbe probe;
+  probe.peak_bytes = std::max(0.0, measured_peak_bytes(attempt.run));
+  const LocalOutcome& local = attempt.local;
+  if (local.over_budget) {
+    probe.status = ProbeStatus::kOverBudget;
+  } else if (local.status == CellStatus::kOom) {
+    probe.status = ProbeStatus::kOom;
+  } else if (local.status == CellStatus::kTimeout) {
+    probe.timed_out = true;
+  } else if (local.status != CellStatus::kOk && local.phase != FailurePhase::kGroup) {
+    probe.failure = local.reason;
+  }
+  if (local.status != CellStatus::kOk) return probe;  // a rank ended by another: no times
+  const std::string step = probe_cell.mode == Mode::kTrain ? "step" : "batch";
+  const auto timings = program_timings(attempt.run.report, step, 0, attempt.run.exit.wall_s);
+  const auto column = static_cast<size_t>(
+      std::find(timings.phases.begin(), timings.phases.end(), step) - timings.phases.begin());
+  const size_t rows = timings.phases.empty() ? 0 : timings.timings_s.size() / timings.phases.size();
+  for (size_t row = static_cast<size_t>(timings.warmup_iterations); row < rows; ++row) {
+    probe.times_s.push_back(timings.timings_s[row * timings.phases.size() + column]);
+  }
+  const Summary summary = summarize(probe.times_s);
+  probe.median_s = summary.median;
+  probe.p99_s = summary.p99;
+  return probe;
+}
+
+/// Note [Program memory budget]: the batch search of a program cell. Returns the chosen
+/// batch, or 0 with `result` failed (status, phase batch_search, reason). Collective.
+int64_t search_program_batch(const Assignment& assignment, const TorchrunLayout& layout,
+                             const WorkerContext& context, const std::string& device,
+                             const std::filesystem::path& output_dir, double budget_bytes,
+                             std::chrono::steady_clock::time_point deadline, MPI_Comm group,
+                             RankResult& result) {
+  const CellSpec& cell = assignment.cell;
+  const auto start = std::chrono::steady_clock::now();
+  const auto record_search = [&] {
+    result.metrics["memory_budget_bytes"] = budget_bytes;
+    result.metrics["batch_search_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto fail = [&](CellStatus status, const std::string& reason) {
+    record_search();
+    result.status = status;
+    result.failed_phase = FailurePhase::kBatchSearch;
+    result.reason = reason;
+    return int64_t{0};
+  };
+  BatchSearch search(cell.min_batch, cell.max_batch);
+  while (const auto next = search.next()) {
+    Assignment probe = assignment;
+    probe.cell.batch_size = *next;
+    probe.cell.warmup_iterations = 1;
+    probe.cell.measured_iterations = static_cast<int>(std::max<int64_t>(cell.probe_iterations, 1));
+    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const Attempt attempt = attempt_program(probe, layout, context, device, output_dir,
+                                            budget_bytes, left, group);
+    const GroupOutcome reduced =
+        reduce_probe(local_probe(attempt, probe.cell), *next, layout.world, group);
+    if (reduced.failed) {
+      return fail(CellStatus::kFailed,
+                  "batch_size auto: the probe of batch " + std::to_string(*next) +
+                      " failed on a rank" +
+                      (attempt.local.reason.empty() ? "" : ": " + attempt.local.reason));
+    }
+    if (reduced.timed_out) {
+      return fail(CellStatus::kTimeout,
+                  "timeout_s passed during the batch search, in the probe of batch " +
+                      std::to_string(*next) + " (" + std::to_string(result.probes.size()) +
+                      " probes done); raise timeout_s or lower max_batch");
+    }
+    result.probes.push_back(reduced.probe);
+    search.record(reduced.probe.status == ProbeStatus::kOk);
+    SB_LOG(info) << "program batch search: " << *next << " " << to_string(reduced.probe.status)
+                 << ", median " << reduced.probe.median_s * 1e3 << " ms, peak "
+                 << reduced.probe.peak_memory_bytes / kMiB << " MiB";
+  }
+  record_search();
+  double group_budget = budget_bytes;  // the smallest of the group binds every rank
+  MPI_CHECK(MPI_Allreduce(&budget_bytes, &group_budget, 1, MPI_DOUBLE, MPI_MIN, group));
+  const BatchFigures figures =
+      batch_figures(result.probes, {.safety_margin = cell.safety_margin,
+                                    .latency_slo_s = cell.latency_slo_ms / 1000.0,
+                                    .memory_budget_bytes = group_budget});
+  if (figures.max_batch_ok == 0) {
+    return fail(CellStatus::kOom,
+                "batch_size auto: not even min_batch " + std::to_string(cell.min_batch) +
+                    " fits (" + to_string(result.probes.front().status) + ", peak " +
+                    std::to_string(std::lround(result.probes.front().peak_memory_bytes / kMiB)) +
+                    " MiB, budget " + std::to_string(std::lround(group_budget / kMiB)) +
+                    " MiB); lower min_batch or raise memory_limit_mb");
+  }
+  return figures.recommended_batch;
+}
+
 }  // namespace
 
 RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
                             const WorkerContext& context, const std::string& device) {
-  const CellSpec& cell = assignment.cell;
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(assignment.cell.timeout_s));
   const TorchrunLayout layout = torchrun_layout(context.host, group);
   RankResult result;
-  result.cell_id = cell.cell_id;
+  result.cell_id = assignment.cell.cell_id;
   result.world_rank = context.world_rank;
   result.group_rank = layout.rank;
   result.host = context.host;
   result.device = device;
 
   const auto cell_dir = std::filesystem::temp_directory_path() /
-                        ("scalebench-program-" + cell.cell_id + "-" + std::to_string(::getpid()));
+                        ("scalebench-program-" + assignment.cell.cell_id + "-" +
+                         std::to_string(::getpid()));
   const auto output_dir = cell_dir / ("rank" + std::to_string(layout.rank));
+  const double budget_bytes = program_budget_bytes(assignment.cell, device, context);
+  Assignment timed = assignment;
+  if (assignment.cell.batch_size == kBatchAuto) {  // Note [Program memory budget]
+    const int64_t batch = search_program_batch(assignment, layout, context, device, output_dir,
+                                               budget_bytes, deadline, group, result);
+    if (batch == 0) {
+      std::error_code ignored;
+      std::filesystem::remove_all(cell_dir, ignored);
+      return result;
+    }
+    timed.cell.batch_size = batch;
+    result.metrics["batch_size"] = static_cast<double>(batch);
+    result.effective["batch_size"] = std::to_string(batch);
+  } else if (budget_bytes > 0) {
+    result.metrics["memory_budget_bytes"] = budget_bytes;
+  }
+  const double left =
+      std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+  const Attempt attempt =
+      attempt_program(timed, layout, context, device, output_dir, budget_bytes, left, group);
   std::error_code ignored;
-  std::filesystem::create_directories(output_dir, ignored);
-
-  LocalOutcome local;
-  SubprocessOptions options;
-  if (layout.master_port == 0) {
-    local = {CellStatus::kFailed, FailurePhase::kSetup,
-             "group rank 0 found no free TCP port for MASTER_PORT", true};
-  } else {
-    try {
-      options = launch_options(assignment, layout, context, device, output_dir);
-    } catch (const std::invalid_argument& e) {
-      local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
-    }
-  }
-  ProgramRun run;
-  MPI_CHECK(MPI_Barrier(group));  // Note [Shared cell clock]: the origin
-  const double origin_s = steady_s();
-  result.metrics["loop_origin_epoch_s"] = epoch_s();
-  if (local.status == CellStatus::kOk) {
-    try {
-      run = run_and_read(options, group, cell.timeout_s);
-      local = outcome_of(run, options.argv, layout, cell.timeout_s);
-    } catch (const SubprocessError& e) {
-      local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};
-    }
-  }
-  const int senders = exchange_stops(local.sends_stop, group, layout);
-  if (senders > 0 && local.status == CellStatus::kOk) {
-    local = {CellStatus::kFailed, FailurePhase::kGroup, "another rank's program failed", false};
-  }
   std::filesystem::remove_all(cell_dir, ignored);
 
-  record_report(result, run, cell, origin_s);
-  result.status = local.status;
-  result.failed_phase = local.phase;
-  result.reason = local.reason;
-  if (run.report.steps.empty() && local.status == CellStatus::kOk) {
+  const ProgramRun& run = attempt.run;
+  result.metrics["loop_origin_epoch_s"] = attempt.origin_epoch_s;
+  record_report(result, run, timed.cell, attempt.origin_s);
+  if (run.sampled_peak_rss_bytes >= 0) {
+    result.metrics["peak_group_rss_bytes"] = run.sampled_peak_rss_bytes;
+  }
+  if (!attempt.argv.empty()) result.program = ProgramInvocation{attempt.argv, output_tail(run)};
+  result.status = attempt.local.status;
+  result.failed_phase = attempt.local.phase;
+  result.reason = attempt.local.reason;
+  if (timed.cell.validate) {  // Note [Requested vs effective]
+    result.effective["validate"] = "false";
+    result.ineffective_reasons.push_back(
+        "validate: a program cell's outputs are not compared with a reference yet "
+        "(docs/programs.md#not-yet); its own metrics are stored");
+  }
+  if (run.report.steps.empty() && attempt.local.status == CellStatus::kOk) {
     result.ineffective_reasons.push_back(
         "timings: the program reported no iterations (no scalebench_client): one measurement, "
         "its wall time; no per-iteration timings");

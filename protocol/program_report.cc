@@ -78,6 +78,11 @@ void apply_record(ProgramReport& report, const std::string& line) {
     if (const auto phases = record.find("phases"); phases != record.end()) {
       if (!phases->is_object()) refuse(line, "'phases' is not an object");
       for (const auto& [name, value] : phases->items()) {
+        if (name == "step" || name == "batch") {  // the iteration's own column
+          refuse(line, "a phase named '" + name +
+                           "': that is the iteration's own column; name the phase "
+                           "otherwise (e.g. 'compute')");
+        }
         step.phases[name] = span(value, line);
         step.phase_order.push_back(name);
       }

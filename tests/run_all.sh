@@ -5,8 +5,12 @@
 #   3. ASan/UBSan build: ctest of common/ and orchestrator/ (no Torch)
 #   4. clang-tidy over every .cc outside tests/ (see Note [clang-tidy in CI])
 #   5. analysis: the tests that read a results file, on the HDF5 files of real `scalebench run`s
-#      of the quickstart and of docs/examples/repetitions.yaml (series intervals against their
-#      numpy reference); every test on the synthetic files of tests/analysis/make_results.py
+#      of the quickstart, of docs/examples/repetitions.yaml (series intervals against their
+#      numpy reference) and of docs/examples/programs/run_demo.sh (a user's DDP script on two
+#      branches: test_program_cells.py) and, with the frameworks' environment
+#      (SCALEBENCH_FRAMEWORKS_PYTHON, made by `./setup.sh test`), of the Lightning + Hydra, JAX
+#      and Keras examples (test_framework_programs.py); every test on the synthetic files of
+#      tests/analysis/make_results.py
 #      (branches, bf16, failures); ruff (lint + format) over analysis/ and tests/analysis/
 #   6. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
 #      documented in docs/reliability.md
@@ -81,20 +85,54 @@ check_ruff() {
   local paths=(analysis tests/analysis protocol/client docs/examples/programs)
   "$python" -m ruff check "${paths[@]}" && "$python" -m ruff format --check "${paths[@]}"
 }
-# Real runs for the analysis suite: the quickstart, and docs/examples/repetitions.yaml whose
-# series intervals test_series.py checks against the numpy reference (Note [Repetitions]).
+# Real runs for the analysis suite: the quickstart, docs/examples/repetitions.yaml whose
+# series intervals test_series.py checks against the numpy reference (Note [Repetitions]),
+# and the program-cells demo (a repository with two branches of a DDP script, run by its own
+# virtualenv) that test_program_cells.py checks.
 real_runs_for_analysis() {
   mkdir -p "$repo/build/test-runs"
   mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
     docs/examples/quickstart.yaml -o "$repo/build/test-runs/quickstart.h5" --force --quiet &&
     mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
-      docs/examples/repetitions.yaml -o "$repo/build/test-runs/repetitions.h5" --force --quiet
+      docs/examples/repetitions.yaml -o "$repo/build/test-runs/repetitions.h5" --force --quiet &&
+    run_program_demo
+}
+# The frameworks' examples, with the environment ./setup.sh test made (.venv-frameworks);
+# without one they are skipped, and test_framework_programs.py says so.
+frameworks_python="${SCALEBENCH_FRAMEWORKS_PYTHON:-$repo/.venv-frameworks/bin/python}"
+have_frameworks() { [[ -x "$frameworks_python" ]]; }
+framework_runs() {
+  if ! have_frameworks; then
+    echo "no frameworks environment ($frameworks_python): run ./setup.sh test; skipped"
+    return 0
+  fi
+  local runs="$repo/build/test-runs" log="$repo/build/test-runs/frameworks.log" example
+  SCALEBENCH_DEMO_DIR="$runs/lightning" docs/examples/programs/lightning_hydra/run_demo.sh \
+    "$repo/build/release" "$frameworks_python" >"$log" 2>&1 || { tail -n 60 "$log"; return 1; }
+  for example in jax_mlp keras_mlp; do
+    mpirun -np 2 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
+      "docs/examples/programs/$example/program.yaml" -o "$runs/$example.h5" --force --quiet \
+      >>"$log" 2>&1 || { tail -n 60 "$log"; return 1; }
+  done
+}
+run_program_demo() {
+  local log="$repo/build/test-runs/programs.log"
+  SCALEBENCH_DEMO_DIR="$repo/build/test-runs/programs" \
+    docs/examples/programs/run_demo.sh "$repo/build/release" "$python" >"$log" 2>&1 ||
+    { tail -n 60 "$log"; return 1; }
 }
 # The tests that read a results file, on the real files (tests/analysis/conftest.py runs only
 # those when a file is given); every test, on the synthetic file, in the next step.
 pytest_on_real_runs() {
-  SCALEBENCH_RESULTS_FILE="$repo/build/test-runs/quickstart.h5" \
-    SCALEBENCH_REPETITIONS_FILE="$repo/build/test-runs/repetitions.h5" \
+  local runs="$repo/build/test-runs" frameworks=()
+  if have_frameworks; then
+    frameworks=(SCALEBENCH_LIGHTNING_FILE="$runs/lightning/results.h5"
+      SCALEBENCH_LIGHTNING_TASKS_FILE="$runs/lightning/tasks.h5"
+      SCALEBENCH_JAX_FILE="$runs/jax_mlp.h5" SCALEBENCH_KERAS_FILE="$runs/keras_mlp.h5")
+  fi
+  env SCALEBENCH_RESULTS_FILE="$runs/quickstart.h5" \
+    SCALEBENCH_REPETITIONS_FILE="$runs/repetitions.h5" \
+    SCALEBENCH_PROGRAMS_FILE="$runs/programs/results.h5" "${frameworks[@]}" \
     "$python" -m pytest -q tests/analysis
 }
 
@@ -102,10 +140,14 @@ run_step format "clang-format" check_format
 run_step ctest "ctest (release)" ctest --preset release -j 2
 run_step asan "ctest (asan)" ctest --preset asan -j 2
 run_step tidy "clang-tidy" check_tidy
-run_step analysis "analysis (real runs: quickstart, repetitions)" real_runs_for_analysis
+run_step analysis "analysis (real runs: quickstart, repetitions, programs)" real_runs_for_analysis
+run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framework_runs
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
-  env -u SCALEBENCH_RESULTS_FILE -u SCALEBENCH_REPETITIONS_FILE "$python" -m pytest -q -rs tests/analysis
+  env -u SCALEBENCH_RESULTS_FILE -u SCALEBENCH_REPETITIONS_FILE -u SCALEBENCH_PROGRAMS_FILE \
+  -u SCALEBENCH_LIGHTNING_FILE -u SCALEBENCH_LIGHTNING_TASKS_FILE -u SCALEBENCH_JAX_FILE \
+  -u SCALEBENCH_KERAS_FILE \
+  "$python" -m pytest -q -rs tests/analysis
 run_step ruff "ruff (analysis)" check_ruff
 run_step fuzz "fuzz (15 s per target)" tests/fuzz/run.sh 15
 if [[ "${SCALEBENCH_SKIP_SLURM:-0}" != 1 ]]; then

@@ -11,6 +11,7 @@
 #include "common/base/logging.h"
 #include "common/cell/stats.h"
 #include "protocol/cell_progress_reporter.h"
+#include "protocol/group_probe.h"
 #include "protocol/mpi_check.h"
 #include "worker/infer_workload.h"
 #include "worker/memory_stats.h"
@@ -24,17 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 std::atomic<int> g_test_budget_rank{-1};
 std::atomic<double> g_test_budget_bytes{0};
-
-/// One rank's view of a probe, before the group's reduction.
-struct LocalProbe {
-  ProbeStatus status = ProbeStatus::kOk;
-  double median_s = 0;
-  double p99_s = 0;
-  double peak_bytes = 0;
-  bool timed_out = false;
-  std::string failure;          ///< a failure other than running out of memory ("" when none)
-  std::vector<double> times_s;  ///< each measured iteration's step/batch time
-};
 
 bool is_out_of_memory(const std::exception& error) {
   if (dynamic_cast<const c10::OutOfMemoryError*>(&error) != nullptr) return true;
@@ -89,47 +79,6 @@ LocalProbe measured_attempt(const torch::Device& device, double budget_bytes, Bo
     local.status = ProbeStatus::kOverBudget;
   }
   return local;
-}
-
-/// Note [Group probes]: worst status (a failure counts as worst), slowest times, largest peak.
-struct GroupOutcome {
-  BatchProbe probe;
-  bool failed = false;
-  bool timed_out = false;
-};
-
-GroupOutcome reduce_probe(const LocalProbe& local, int64_t batch, int world, MPI_Comm group) {
-  std::array<int, 3> mine{static_cast<int>(local.status), local.failure.empty() ? 0 : 1,
-                          local.timed_out ? 1 : 0};
-  std::array<int, 3> worst{};
-  MPI_CHECK(MPI_Allreduce(mine.data(), worst.data(), 3, MPI_INT, MPI_MAX, group));
-  std::array<double, 3> values{local.median_s, local.p99_s, local.peak_bytes};
-  std::array<double, 3> largest{};
-  MPI_CHECK(MPI_Allreduce(values.data(), largest.data(), 3, MPI_DOUBLE, MPI_MAX, group));
-  GroupOutcome out;
-  out.probe.batch = batch;
-  out.probe.status = static_cast<ProbeStatus>(worst[0]);
-  out.failed = worst[1] != 0;
-  out.timed_out = worst[2] != 0;
-  out.probe.median_s = largest[0];
-  out.probe.p99_s = largest[1];
-  out.probe.peak_memory_bytes = largest[2];
-  // Per iteration, the slowest rank; the ranks agree on a count first (a rank that failed
-  // has none), so every rank passes the same length to the reduction.
-  const int mine_count = static_cast<int>(local.times_s.size());
-  int count = 0;
-  MPI_CHECK(MPI_Allreduce(&mine_count, &count, 1, MPI_INT, MPI_MIN, group));
-  if (count > 0) {
-    std::vector<double> times(local.times_s.begin(), local.times_s.begin() + count);
-    out.probe.times_s.resize(static_cast<size_t>(count));
-    MPI_CHECK(
-        MPI_Allreduce(times.data(), out.probe.times_s.data(), count, MPI_DOUBLE, MPI_MAX, group));
-  }
-  const bool fits = out.probe.status == ProbeStatus::kOk && !out.failed && !out.timed_out;
-  // Training: the global batch per step; inference: every rank's batch per batch time.
-  out.probe.throughput =
-      fits && out.probe.median_s > 0 ? static_cast<double>(batch) * world / out.probe.median_s : 0;
-  return out;
 }
 
 /// The summarised phase's median and p99 over the measured rows of `loop`.

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/base/process_memory.h"
 #include "worker/cpu_allocation_counter.h"
 
 namespace scalebench {
@@ -48,19 +49,6 @@ bool reset_peak_rss(const std::string& clear_refs_path) {
   return static_cast<bool>(out);
 }
 
-std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text) {
-  constexpr std::string_view kKey = "MemAvailable:";
-  const size_t at = meminfo_text.find(kKey);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = meminfo_text.substr(at + kKey.size());
-  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-  int64_t kib = 0;
-  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
-  if (error != std::errc() || kib < 0) return std::nullopt;
-  if (!std::string_view(end, rest.data() + rest.size()).starts_with(" kB")) return std::nullopt;
-  return kib * 1024;
-}
-
 bool is_oom_text(const std::string& text) {
   return text.find("out of memory") != std::string::npos ||
          text.find("can't allocate memory") != std::string::npos;
@@ -84,10 +72,7 @@ double memory_budget_bytes(double memory_limit_mb, const torch::Device& device, 
 #else
   (void)device;
 #endif
-  std::ifstream in("/proc/meminfo");
-  std::ostringstream text;
-  text << in.rdbuf();
-  const auto available = parse_mem_available_bytes(text.str());
+  const auto available = mem_available_bytes();
   return available ? static_cast<double>(*available) / std::max(1, node_workers) : 0;
 }
 

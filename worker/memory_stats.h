@@ -49,9 +49,6 @@ double memory_budget_bytes(double memory_limit_mb, const torch::Device& device, 
 double budgeted_peak_bytes(const std::map<std::string, double>& metrics,
                            const torch::Device& device);
 
-/// MemAvailable of a /proc/meminfo text in bytes; nullopt when missing.
-std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text);
-
 /// Peaks since the last reset, as metrics: `peak_rss_bytes` (when readable) and, on CUDA,
 /// `peak_allocated_bytes`, `peak_reserved_bytes`. Adds `peak_rss_reset` (1/0).
 std::map<std::string, double> peak_memory_metrics(const torch::Device& device, bool rss_was_reset);

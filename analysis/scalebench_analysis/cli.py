@@ -144,8 +144,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_quality(a)
     _add_gate(a)
     c = sub.add_parser("compare", help="regression gate: new against base (exit 1 on regression)")
-    c.add_argument("base", help="baseline results .h5 file")
-    c.add_argument("new", help="new results .h5 file")
+    c.add_argument("base", help="baseline results .h5 file (with --branches: the one file)")
+    c.add_argument("new", nargs="?", help="new results .h5 file (not with --branches)")
+    c.add_argument(
+        "--branches",
+        nargs=2,
+        metavar=("BASE", "NEW"),
+        help="within one file: the cells of branch NEW against those of branch BASE",
+    )
     _add_output(c)
     _add_gate(c)
     r = sub.add_parser("report", help="self-contained HTML report with plots")
@@ -287,9 +293,19 @@ def run_analyze(args) -> int:
 
 def run_compare(args) -> int:
     options = _options(args)
-    base, new = load(args.base), load(args.new)
-    _warn_damaged("compare", base, new)
-    table = compare.regression_table(base, new, options.gate)
+    if args.branches:
+        if args.new:
+            raise UsageError("--branches compares two branches of one file: give one file")
+        loaded = load(args.base)
+        _warn_damaged("compare", loaded)
+        base, new = (compare.branch_view(loaded, branch) for branch in args.branches)
+        table = compare.regression_table(base, new, options.gate, drop=("commit", "branch"))
+    else:
+        if not args.new:
+            raise UsageError("compare needs two files (base new), or one with --branches B N")
+        base, new = load(args.base), load(args.new)
+        _warn_damaged("compare", base, new)
+        table = compare.regression_table(base, new, options.gate)
     analysis = Analysis(results=new, options=options, sections={"regressions": table})
     text = render(analysis, args.format, args.table or "regressions")
     summary = compare.gate_summary(table, options.gate)

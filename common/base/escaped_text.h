@@ -15,6 +15,12 @@ namespace scalebench {
 /// (UTF-8 stays readable). Pure; for messages only, never for a path that is then opened.
 [[nodiscard]] std::string escaped(std::string_view text);
 
+/// A program's output as stored and shown: lines and tabs kept, every other control
+/// character escaped as by escaped() (no escape sequence reaches a terminal, no NUL cuts a
+/// stored string), and each byte that is not part of valid UTF-8 replaced by U+FFFD (the
+/// results file holds UTF-8). Pure.
+[[nodiscard]] std::string printable_output(std::string_view text);
+
 /// escaped(path.string()). A template only so that a std::string argument, which converts
 /// to both a path and a string_view, picks the overload above.
 template <class Path>

@@ -88,6 +88,7 @@ nlohmann::json canonical_json(const CellSpec& spec) {
   // templates; cells of built-in models keep the ids they had before programs existed.
   if (!spec.program.command.empty()) {
     json["program"] = {{"command", spec.program.command}, {"env", spec.program.env}};
+    if (!spec.program.python.empty()) json["program"]["python"] = spec.program.python;
   }
   json["input_shape"] = spec.input_shape;
   json["num_classes"] = spec.num_classes;
@@ -144,6 +145,7 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
   if (const auto program = json.find("program"); program != json.end() && program->is_object()) {
     spec.program.command = field<std::vector<std::string>>(*program, "command");
     spec.program.env = field<std::map<std::string, std::string>>(*program, "env");
+    spec.program.python = program->value("python", std::string());
   }
   spec.input_shape = field<std::vector<int64_t>>(json, "input_shape");
   spec.num_classes = field<int64_t>(json, "num_classes");

@@ -86,6 +86,13 @@ std::filesystem::path resolve_in_tree(const std::filesystem::path& tree,
 /// units in the name (final_loss, param_checksum, model_init_s, first_iteration_s,
 /// peak_allocated_bytes, peak_reserved_bytes, peak_rss_bytes, parameter_count,
 /// flops_per_sample, checkpoint_load_s, samples, loop_wall_s, ...).
+/// What a rank of a program cell ran (docs/programs.md#what-is-stored).
+struct ProgramInvocation {
+  std::vector<std::string> argv;  ///< after placeholder substitution
+  std::string output_tail;        ///< the last lines of stdout + stderr, bounded
+  bool operator==(const ProgramInvocation&) const = default;
+};
+
 struct RankResult {
   std::string cell_id;
   int group_rank = 0;
@@ -121,6 +128,9 @@ struct RankResult {
   /// Note [Batch search]: a `batch_size: auto` cell's probes in the order run, reduced over
   /// the group (the same on every rank); empty for other cells.
   std::vector<BatchProbe> probes;
+  /// Note [Program cells]: a program cell's command as this rank ran it and the tail of its
+  /// output; unset for other cells.
+  std::optional<ProgramInvocation> program;
   bool operator==(const RankResult&) const = default;
 
   /// Number of rows of `timings_s`.

@@ -8,8 +8,9 @@
 
 namespace scalebench {
 
-const std::vector<std::string> kProgramPlaceholders{"world_size", "mode",    "branch",    "commit",
-                                                    "experiment", "cell_id", "output_dir"};
+const std::vector<std::string> kProgramPlaceholders{
+    "world_size", "local_world_size", "num_nodes", "steps",  "mode",   "branch",
+    "commit",     "experiment",       "cell_id",   "output_dir", "python"};
 
 namespace {
 
@@ -82,6 +83,11 @@ std::map<std::string, std::string> placeholder_values(const CellSpec& cell,
     values[std::string(setting.key)] = setting_text(setting, setting.get(cell));
   }
   values["world_size"] = std::to_string(cell.world_size);
+  // A single-node layout until the worker knows where the group's ranks are (it replaces
+  // these two with the real ones when it launches the program).
+  values["local_world_size"] = std::to_string(cell.world_size);
+  values["num_nodes"] = "1";
+  values["steps"] = std::to_string(cell.warmup_iterations + cell.measured_iterations);
   values["mode"] = to_string(cell.mode);
   values["branch"] = cell.branch;
   values["commit"] = cell.commit;
@@ -89,7 +95,61 @@ std::map<std::string, std::string> placeholder_values(const CellSpec& cell,
   values["cell_id"] = cell.cell_id;
   values["output_dir"] = output_dir;
   values["device"] = device;
+  values["python"] = cell.program.python.empty() ? "python3" : cell.program.python;
   return values;
+}
+
+std::string escape_braces(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    out += c;
+    if (c == '{' || c == '}') out += c;
+  }
+  return out;
+}
+
+std::string substitute_known_placeholders(const std::string& text,
+                                          const std::map<std::string, std::string>& values) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if ((c == '{' || c == '}') && i + 1 < text.size() && text[i + 1] == c) {
+      out.append(2, c);  // an escaped brace stays escaped for the cell's substitution
+      i += 2;
+      continue;
+    }
+    if (c == '{') {
+      const size_t close = text.find('}', i + 1);
+      if (close != std::string::npos) {
+        const auto found = values.find(text.substr(i + 1, close - i - 1));
+        if (found != values.end()) {
+          out += escape_braces(found->second);
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
+std::string program_interpreter(const ProgramSpec& program) {
+  return program.python.empty() ? "python3" : program.python;
+}
+
+std::vector<std::string> program_argv(const ProgramSpec& program,
+                                      std::map<std::string, std::string> values) {
+  const std::string interpreter = program_interpreter(program);
+  values["python"] = interpreter;
+  std::vector<std::string> argv;
+  for (const auto& arg : program.command) argv.push_back(substitute_placeholders(arg, values));
+  if (!program.python.empty() && !argv.empty() && (argv[0] == "python" || argv[0] == "python3")) {
+    argv[0] = interpreter;
+  }
+  return argv;
 }
 
 }  // namespace scalebench

@@ -6,8 +6,11 @@
 // Each element of `command` (and each value of `env`) may hold `{name}` placeholders, replaced
 // per cell by the cell's values: every key of the settings table (`{batch_size}`,
 // `{precision}`, `{iterations}`, `{warmup}`, `{seed}`, `{device}`, ...) as the matrix writes
-// it, and `{world_size}`, `{mode}`, `{branch}`, `{commit}`, `{experiment}`, `{cell_id}`,
-// `{output_dir}` (a folder of the cell's own on the worker). `{{` and `}}` are literal braces.
+// it, and `{world_size}`, `{local_world_size}` and `{num_nodes}` (the group's layout over
+// hosts, as torchrun counts them), `{steps}` (warm-up + measured iterations: what a
+// framework's `max_steps` must be), `{mode}`, `{branch}`, `{commit}`, `{experiment}`, `{cell_id}`,
+// `{output_dir}` (a folder of the cell's own on the worker), `{python}` (the experiment's
+// `python:`, else `python3`). `{{` and `}}` are literal braces.
 // The replacement is textual and inside one argv element: nothing goes through a shell, so a
 // value with `;` or `$(...)` reaches the program as those characters. An unknown name is an
 // input error at `validate` (expansion checks every element against kProgramPlaceholders and
@@ -27,6 +30,10 @@ struct CellSpec;
 struct ProgramSpec {
   std::vector<std::string> command;        ///< argv template; [0] found on PATH or in the tree
   std::map<std::string, std::string> env;  ///< extra environment (templates too)
+  /// `python:` the interpreter of the user's environment ("" = none): it replaces a
+  /// command[0] of `python` or `python3`, is the value of `{python}`, and its folder comes
+  /// first on PATH. A relative path in a matrix is made absolute from the matrix's folder.
+  std::string python;
   bool operator==(const ProgramSpec&) const = default;
 };
 
@@ -46,10 +53,30 @@ bool is_program_placeholder(const std::string& name);
 std::string substitute_placeholders(const std::string& text,
                                     const std::map<std::string, std::string>& values);
 
+/// `text` with `{` and `}` doubled: a literal for substitute_placeholders.
+std::string escape_braces(const std::string& text);
+
+/// `text` with the placeholders named in `values` replaced (their values' braces escaped)
+/// and everything else, other placeholders and `{{`/`}}` included, left as written: a first
+/// pass before the cell's own substitution (a CytoDL row's columns, Note [CytoDL program
+/// rows] in common/matrix/cytodl.cc).
+std::string substitute_known_placeholders(const std::string& text,
+                                          const std::map<std::string, std::string>& values);
+
 /// The values of a cell's placeholders, every settings-table key as the matrix writes it
 /// plus the names of kProgramPlaceholders (`output_dir` and `device` as given: the worker's).
 std::map<std::string, std::string> placeholder_values(const CellSpec& cell,
                                                       const std::string& output_dir,
                                                       const std::string& device);
+
+/// The interpreter of `program`: its `python` (a path, or a name looked up on PATH),
+/// "python3" when not given.
+std::string program_interpreter(const ProgramSpec& program);
+
+/// The command as run: each element substituted with `values` (and `{python}` = the
+/// interpreter), then a command[0] of `python` or `python3` replaced by the interpreter when
+/// `python:` is given. Throws std::invalid_argument like substitute_placeholders.
+std::vector<std::string> program_argv(const ProgramSpec& program,
+                                      std::map<std::string, std::string> values);
 
 }  // namespace scalebench

@@ -1,12 +1,16 @@
 // CytoDL task CSV reader: maps each row of a training or inference task file to one
 // experiment entry of a MatrixRequest. The mapping table is in docs/matrix-reference.md.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "common/base/decimal.h"
+#include "common/cell/program.h"
 #include "common/cell/settings.h"
 #include "common/cell/zoo_names.h"
 #include "common/matrix/csv.h"
@@ -15,7 +19,35 @@
 #include "common/matrix/text.h"
 
 namespace scalebench {
+
+// Note [CytoDL program rows]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A task CSV alone maps each row to a built-in stand-in model (im2im/* -> unet3d), the same
+// code on every branch; validate, plan and run warn so. With a program template next to it
+// (`<stem>.program.yaml`: `command`, `env`, `python` as an experiment's `program:`), each
+// row runs that program instead, in its branch's tree: the real `train.py`. Before the
+// cell's own placeholders, the row's columns fill `{trainer}`, `{max_epochs}` (training),
+// `{checkpoint_path}` and `{data_path}` (inference), and an argv element that is exactly
+// `{overrides}` becomes the row's overrides, one element each, as Hydra takes them.
+// The overrides scalebench understands still set the cell (precision, device, seed,
+// `scalebench.*` settings); of those, `scalebench.*` and `trainer.devices`/`num_nodes` are
+// not passed on (the world size is the cell's: the template passes
+// `trainer.devices={local_world_size} trainer.num_nodes={num_nodes}`), the others are.
+// Any other override goes to the program as it is written. `max_epochs` is the program's
+// business then, not the number of measured iterations.
+
 namespace {
+
+/// The program template next to a task file: `<folder>/<stem>.program.yaml`.
+std::filesystem::path program_template_path(const std::string& file) {
+  const std::filesystem::path path(file);
+  return path.parent_path() / (path.stem().string() + ".program.yaml");
+}
+
+/// Overrides of a row that scalebench consumes without passing them on to a program.
+bool consumed_only(const std::string& key) {
+  return key.starts_with("scalebench.") || key == "trainer.devices" || key == "trainer.num_nodes";
+}
 
 const std::vector<std::string> kTrainHeader{"branch",     "experiment", "trainer",
                                             "max_epochs", "batch_size", "overrides"};
@@ -119,8 +151,9 @@ std::vector<std::string> split_overrides(const std::string& text) {
 
 class RowReader {
  public:
-  RowReader(const std::string& file, bool inference, Diagnostics& diagnostics)
-      : file_(file), inference_(inference), diagnostics_(diagnostics) {}
+  RowReader(const std::string& file, bool inference, Diagnostics& diagnostics,
+            const std::optional<ProgramSpec>& program)
+      : file_(file), inference_(inference), diagnostics_(diagnostics), program_(program) {}
 
   ExperimentRequest read(const CsvRecord& record) {
     const auto& header = inference_ ? kInferHeader : kTrainHeader;
@@ -147,14 +180,49 @@ class RowReader {
     if (inference_) {
       experiment.checkpoint = trim(fields["checkpoint_path"]->value);
       read_data(*fields["data_path"], experiment);
-    } else if (const auto epochs = positive(*fields["max_epochs"], "max_epochs")) {
+    } else if (const auto epochs = positive(*fields["max_epochs"], "max_epochs");
+               epochs && !program_) {
       put(experiment, "iterations", *epochs, *fields["max_epochs"], "max_epochs");
     }
-    read_overrides(*fields["overrides"], experiment);
+    const auto passed = read_overrides(*fields["overrides"], experiment);
+    if (program_) make_program_row(fields, passed, experiment);
     return experiment;
   }
 
  private:
+  /// Note [CytoDL program rows]: the row runs the template with its columns filled in.
+  void make_program_row(const std::map<std::string, const CsvField*>& fields,
+                        const std::vector<std::string>& overrides, ExperimentRequest& experiment) {
+    std::map<std::string, std::string> row;
+    for (const char* column : {"trainer", "max_epochs", "checkpoint_path", "data_path"}) {
+      if (const auto found = fields.find(column); found != fields.end()) {
+        row[column] = trim(found->second->value);
+      }
+    }
+    experiment.model = ModelSpec{};
+    experiment.checkpoint.clear();  // the program reads its own files: {checkpoint_path}
+    experiment.data = DataSpec{};
+    experiment.program = *program_;
+    experiment.program_where = experiment.where;
+    std::vector<std::string> command;
+    for (const auto& arg : program_->command) {
+      if (arg == "{overrides}") {
+        for (const auto& item : overrides) command.push_back(escape_braces(item));
+        continue;
+      }
+      if (arg.find("{overrides}") != std::string::npos) {
+        diagnostics_.error({program_template_path(file_).string(), 0, 0, "command"},
+                           "'" + arg + "': write {overrides} as an argv element of its own (it "
+                           "becomes one element per override)");
+      }
+      command.push_back(substitute_known_placeholders(arg, row));
+    }
+    experiment.program.command = std::move(command);
+    for (auto& [name, value] : experiment.program.env) {
+      value = substitute_known_placeholders(value, row);
+    }
+  }
+
   void error(const CsvField& field, const std::string& column, const std::string& message) {
     diagnostics_.error({file_, field.line, field.column, column}, message);
   }
@@ -208,7 +276,7 @@ class RowReader {
     if (path.empty()) return;
     if (path.ends_with(".h5") || path.ends_with(".hdf5")) {
       experiment.data = {"hdf5", path, "inputs", "targets"};
-    } else {
+    } else if (!program_) {  // a program reads its own data: {data_path}
       diagnostics_.warning(
           {file_, field.line, field.column, "data_path"},
           "'" + path +
@@ -217,7 +285,9 @@ class RowReader {
     }
   }
 
-  void read_overrides(const CsvField& field, ExperimentRequest& experiment) {
+  /// Applies the row's overrides; returns those a program row passes on to its program.
+  std::vector<std::string> read_overrides(const CsvField& field, ExperimentRequest& experiment) {
+    std::vector<std::string> passed;
     std::optional<int64_t> devices;
     std::optional<int64_t> nodes;
     const std::vector<std::string> supported = supported_overrides();
@@ -232,8 +302,13 @@ class RowReader {
               "override '" + key + "' is given twice in this row; keep only one of the two");
         continue;
       }
-      if (equals == std::string::npos ||
-          std::find(supported.begin(), supported.end(), key) == supported.end()) {
+      const bool known = equals != std::string::npos &&
+                         std::find(supported.begin(), supported.end(), key) != supported.end();
+      if (program_ && !consumed_only(key)) passed.push_back(item);
+      if (program_ && ((!known && !key.starts_with("scalebench.")) || key.starts_with("data."))) {
+        continue;  // the program's own
+      }
+      if (!known) {
         const auto suggestion = closest_match(key, supported);
         error(field, "overrides",
               "unsupported override '" + item + "'" +
@@ -254,6 +329,7 @@ class RowReader {
       }
       put(experiment, "world_size", world_size, field, "overrides");
     }
+    return passed;
   }
 
   bool apply_override(const std::string& key, const std::string& value, const CsvField& field,
@@ -313,6 +389,7 @@ class RowReader {
   std::string file_;
   bool inference_;
   Diagnostics& diagnostics_;
+  const std::optional<ProgramSpec>& program_;
 };
 
 std::vector<std::string> trimmed(const CsvRecord& record) {
@@ -341,7 +418,17 @@ MatrixRequest read_cytodl_csv(const std::string& text, const std::string& file, 
   }
   format = inference ? "cytodl-infer-csv" : "cytodl-train-csv";
   const size_t columns = header.size();
-  RowReader reader(file, inference, diagnostics);
+  // Note [CytoDL program rows]: a template next to the file makes every row a program.
+  std::optional<ProgramSpec> program;
+  const auto template_path = program_template_path(file);
+  if (std::error_code missing; std::filesystem::is_regular_file(template_path, missing)) {
+    std::ifstream in(template_path);
+    const std::string template_text((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+    program = read_program_template(template_text, template_path.string(), diagnostics);
+    if (!program) return request;
+  }
+  RowReader reader(file, inference, diagnostics, program);
   std::set<std::string> seen_branches;
   for (size_t r = 1; r < records.size(); ++r) {
     const auto& record = records[r];
@@ -360,6 +447,30 @@ MatrixRequest read_cytodl_csv(const std::string& text, const std::string& file, 
   if (request.experiments.empty() && !diagnostics.has_errors()) {
     diagnostics.error({file, records.front().line, 1, ""},
                       "the task file has a header but no rows; add at least one task");
+  }
+  if (!request.experiments.empty() && !diagnostics.has_errors()) {
+    // Issue of trust: a CSV row names the user's experiment, but what runs is a stand-in.
+    // Built-in (zoo) models run scalebench's code, never the branch's; a TorchScript model
+    // comes from the branch's tree and does differ.
+    std::set<std::string> models;
+    for (const auto& experiment : request.experiments) {
+      if (experiment.model.torchscript.empty() && experiment.program.command.empty()) {
+        models.insert(experiment.model.zoo);
+      }
+    }
+    models.erase("");
+    std::string names;
+    for (const auto& model : models) names += (names.empty() ? "" : ", ") + model;
+    if (!models.empty()) diagnostics.warning(
+        {file, records.front().line, 1, ""},
+        "every row runs scalebench's built-in stand-in model (" + names +
+            ") with the row's settings, the same code on every branch: differences between "
+            "branches are noise, not your code. To measure each branch's own train.py, "
+            "put a program template next to this file, " +
+            program_template_path(file).filename().string() +
+            ", e.g. command: [python, cyto_dl/train.py, \"experiment={experiment}\", "
+            "\"trainer={trainer}\", \"data.batch_size={batch_size}\", \"{overrides}\"] "
+            "(docs/programs.md#cytodl-task-files)");
   }
   request.repo = ".";
   return request;

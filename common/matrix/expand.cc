@@ -1,9 +1,13 @@
 // Expansion of a MatrixRequest into cells, with the semantic checks. See matrix_request.h.
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 
+#include "common/base/escaped_text.h"
 #include "common/cell/program.h"
 #include "common/cell/settings.h"
 #include "common/cell/zoo_names.h"
@@ -150,11 +154,6 @@ class ExperimentResolver {
                  "timed); set it on inference cells, or add exclude: [{mode: train, "
                  "cuda_graphs: true}] when sweeping both");
     }
-    if (cell.batch_size == kBatchAuto && !cell.program.command.empty()) {
-      error_once(where("batch_size"),
-                 "batch_size auto is not available for program cells yet (docs/programs.md); "
-                 "give the batch sizes to measure");
-    }
     if (cell.batch_size == kBatchAuto && cell.min_batch > cell.max_batch) {  // Note [Batch search]
       error_once(where("min_batch"), "min_batch " + std::to_string(cell.min_batch) +
                                          " is above max_batch " + std::to_string(cell.max_batch) +
@@ -233,6 +232,16 @@ class ExperimentResolver {
       } catch (const std::invalid_argument& e) {
         error(where, e.what());
       }
+    }
+    // An absolute interpreter is checked here; a relative one lives in each branch's tree
+    // (the worker reports it missing when it starts the program).
+    const std::string& python = cell.program.python;
+    if (!python.empty() && std::filesystem::path(python).is_absolute() &&
+        ::access(python.c_str(), X_OK) != 0) {
+      error_once(where, "program.python: " + escaped(python) +
+                            " is not an executable file; give the interpreter of the "
+                            "environment your program needs (e.g. /path/to/venv/bin/python), "
+                            "or leave python out to use command[0] as it is");
     }
   }
 

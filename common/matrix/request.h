@@ -119,8 +119,16 @@ std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
                                                       const std::string& file,
                                                       Diagnostics& diagnostics);
 
+/// Reads a program template (schemas/program-template.schema.json: the `program:` of an
+/// experiment as a file of its own; docs/programs.md#cytodl-task-files). Returns nothing when
+/// a problem was added to `diagnostics`.
+std::optional<ProgramSpec> read_program_template(const std::string& text, const std::string& file,
+                                                Diagnostics& diagnostics);
+
 /// Reads a CytoDL train or inference task CSV into a request; sets `format` to
-/// "cytodl-train-csv" or "cytodl-infer-csv".
+/// "cytodl-train-csv" or "cytodl-infer-csv". With a program template next to it
+/// (`<stem>.program.yaml`, read by read_program_template), each row runs that program on its
+/// branch (Note [CytoDL program rows] in cytodl.cc); without, each row is a built-in stand-in.
 MatrixRequest read_cytodl_csv(const std::string& text, const std::string& file, std::string& format,
                               Diagnostics& diagnostics);
 

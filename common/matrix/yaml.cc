@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "common/cell/settings.h"
@@ -71,6 +72,8 @@ class Reader {
  public:
   Reader(std::string file, Diagnostics& diagnostics)
       : file_(std::move(file)), diagnostics_(diagnostics) {}
+
+  [[nodiscard]] const std::string& file() const { return file_; }
 
   SourceLocation where(const YAML::Node& node, const std::string& path) const {
     return location_of(node, file_, path);
@@ -210,6 +213,33 @@ void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader
 }
 
 /// Reads the keys present in `node` into `experiment`; absent keys leave it unchanged.
+/// `program:` (docs/programs.md): command, env and python, schema-checked before.
+ProgramSpec read_program(const YAML::Node& program, const std::string& at, Reader& reader) {
+  ProgramSpec spec;
+  if (auto command = reader.list<std::string>(program["command"], at + ".command", "strings")) {
+    spec.command = *command;
+  }
+  if (const YAML::Node python = program["python"]) {
+    // A relative path is the file's folder's (like repo:): a virtualenv is rarely tracked,
+    // so it is not in a branch's worktree.
+    std::string text = reader.scalar<std::string>(python, at + ".python", "a path").value_or("");
+    if (text.find('/') != std::string::npos && !std::filesystem::path(text).is_absolute()) {
+      text = (std::filesystem::absolute(reader.file()).parent_path() / text)
+                 .lexically_normal()
+                 .string();
+    }
+    spec.python = text;
+  }
+  if (const YAML::Node env = program["env"]; env && env.IsMap()) {
+    for (const auto& entry : env) {
+      spec.env[entry.first.Scalar()] =
+          reader.scalar<std::string>(entry.second, at + ".env." + entry.first.Scalar(), "text")
+              .value_or("");
+    }
+  }
+  return spec;
+}
+
 void read_experiment_keys(const YAML::Node& node, const std::string& path, Reader& reader,
                           Diagnostics& diagnostics, ExperimentRequest& experiment) {
   for (const auto& entry : node) experiment.written_keys.insert(entry.first.Scalar());
@@ -234,17 +264,7 @@ void read_experiment_keys(const YAML::Node& node, const std::string& path, Reade
   if (const YAML::Node program = node["program"]) {
     const std::string at = child_path(path, "program");
     experiment.program_where = reader.where(program, at);
-    experiment.program = ProgramSpec{};
-    if (auto command = reader.list<std::string>(program["command"], at + ".command", "strings")) {
-      experiment.program.command = *command;
-    }
-    if (const YAML::Node env = program["env"]; env && env.IsMap()) {
-      for (const auto& entry : env) {
-        experiment.program.env[entry.first.Scalar()] =
-            reader.scalar<std::string>(entry.second, at + ".env." + entry.first.Scalar(), "text")
-                .value_or("");
-      }
-    }
+    experiment.program = read_program(program, at, reader);
   }
   if (const auto name = node["name"]) {
     experiment.name =
@@ -474,6 +494,28 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
     }
   }
   return request;
+}
+
+std::optional<ProgramSpec> read_program_template(const std::string& text, const std::string& file,
+                                                Diagnostics& diagnostics) {
+  if (!check_text_encoding(text, file, diagnostics)) return std::nullopt;
+  const auto parsed = parse_yaml_text(text, file, diagnostics);
+  if (!parsed) return std::nullopt;
+  const YAML::Node& root = *parsed;
+  if (!root.IsMap()) {
+    diagnostics.error(location_of(root, file, ""),
+                      "a program template must be a mapping with 'command' (and optionally "
+                      "'env' and 'python'); got " +
+                          describe_node(root));
+    return std::nullopt;
+  }
+  check_duplicate_keys(root, "", file, diagnostics);
+  validate_with_schema(root, "program-template.schema.json", file, diagnostics);
+  if (diagnostics.has_errors()) return std::nullopt;
+  Reader reader(file, diagnostics);
+  ProgramSpec program = read_program(root, "program", reader);
+  if (diagnostics.has_errors()) return std::nullopt;
+  return program;
 }
 
 std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,

@@ -156,6 +156,24 @@ void write_rank_metrics(hid_t group, const std::vector<RankResult>& ranks) {
   h5::write_string_attribute(dataset, "names", nlohmann::json(names).dump());
 }
 
+/// A program cell's `program_argv` (each rank's command as run, a JSON list) and
+/// `program_output` (each rank's output tail); "" for a rank that ran none. Nothing for
+/// other cells.
+void write_program_runs(hid_t group, const std::vector<RankResult>& ranks) {
+  if (std::none_of(ranks.begin(), ranks.end(),
+                   [](const RankResult& r) { return r.program.has_value(); })) {
+    return;
+  }
+  std::vector<std::string> argv;
+  std::vector<std::string> output;
+  for (const auto& r : ranks) {
+    argv.push_back(r.program ? nlohmann::json(r.program->argv).dump() : "");
+    output.push_back(r.program ? r.program->output_tail : "");
+  }
+  h5::write_string_dataset(group, "program_argv", argv);
+  h5::write_string_dataset(group, "program_output", output);
+}
+
 }  // namespace
 
 Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::string& commit_date,
@@ -172,7 +190,8 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 
 void drop_results(hid_t cell_group) {
   for (const char* name : {"timings", "phase_starts", "bucket_times", "rank_metrics", "rank_hosts",
-                           "rank_devices", "summary", "accuracy", "probes", "probe_times"}) {
+                           "rank_devices", "summary", "accuracy", "probes", "probe_times",
+                           "program_argv", "program_output"}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {
@@ -283,6 +302,7 @@ void write_rank_datasets(hid_t cell_group, const CellSpec& cell,
   }
   h5::write_string_dataset(cell_group, "rank_hosts", hosts);
   h5::write_string_dataset(cell_group, "rank_devices", devices);
+  write_program_runs(cell_group, ranks);
 }
 
 void write_probes(hid_t cell_group, const std::vector<RankResult>& ranks) {

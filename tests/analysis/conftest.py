@@ -33,6 +33,11 @@ import rawdata  # noqa: E402
 FILE_FIXTURES = {
     "SCALEBENCH_RESULTS_FILE": {"results_file", "raw", "synthetic"},
     "SCALEBENCH_REPETITIONS_FILE": {"repeated_file"},  # test_series.py
+    "SCALEBENCH_PROGRAMS_FILE": {"program_file"},  # test_program_cells.py
+    "SCALEBENCH_LIGHTNING_FILE": {"lightning_file"},  # test_framework_programs.py
+    "SCALEBENCH_LIGHTNING_TASKS_FILE": {"lightning_tasks_file"},
+    "SCALEBENCH_JAX_FILE": {"jax_file"},
+    "SCALEBENCH_KERAS_FILE": {"keras_file"},
 }
 
 

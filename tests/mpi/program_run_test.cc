@@ -3,6 +3,8 @@
 // program without the client is measured by its wall time, and failing programs (raising at
 // step 3, hanging past timeout_s, out of memory, a malformed record, one rank of two exiting
 // early) are cells with their status and reason while the sweep goes on, leaving no process.
+// `batch_size: auto` on a program cell finds the boundary that direct runs of the same
+// program under the same memory budget show (Note [Program memory budget]).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -190,6 +192,81 @@ TEST(ProgramRun, ProgramsAreCellsWithTheirOwnPhasesAndFailuresAreRecorded) {
       EXPECT_NEAR(shares[shares.size() / 2], 1.0, 0.05) << "rank " << rank;
     }
   }
+}
+
+/// A program whose resident set grows by 8 MiB per sample of its batch, held through each
+/// step for longer than the worker's 50 ms memory check; plain Python with the client.
+constexpr const char* kMemoryProgram = R"(import sys, time
+import scalebench_client as sb
+batch, steps, warmup = (int(a) for a in sys.argv[1:4])
+held = None
+for _ in range(warmup + steps):
+    with sb.step():
+        with sb.phase("compute"):
+            held = None
+            held = b"\x01" * (batch * (8 << 20))
+            time.sleep(0.06)
+sb.memory()
+)";
+
+TEST(ProgramRun, BatchAutoFindsTheBoundaryOfDirectRunsUnderTheSameBudget) {
+  if (std::string(build_info::kPython).empty()) GTEST_SKIP() << "no SCALEBENCH_PYTHON";
+  const testing::TempDir dir;
+  const fs::path script = dir.path() / "memory_program.py";
+  if (world_rank() == 0) std::ofstream(script) << kMemoryProgram;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::string client = (fs::path(build_info::source_dir()) / "protocol/client").string();
+  // About 11.5 MiB of interpreter + 8 MiB per sample: batch 10 needs ~92 MiB, 11 ~100 MiB;
+  // the budget of 95 MiB lies between them with a few MiB to spare on either side.
+  const std::string program = std::string("    program:\n") +
+                              "      python: " + build_info::kPython +
+                              "\n"
+                              "      command: [python, " +
+                              script.string() +
+                              ", '{batch_size}', '{iterations}', '{warmup}']\n"
+                              "      env: {PYTHONPATH: " +
+                              client + "}\n";
+  const std::string matrix =
+      "name: program-batch-auto\n"
+      "defaults: {device: cpu, warmup: 1, iterations: 2, timeout_s: 120, memory_limit_mb: 95,\n"
+      "           probe_iterations: 2, safety_margin: 0}\n"
+      "sweep: {modes: [train]}\n"
+      "experiments:\n"
+      "  - name: auto\n"
+      "    batch_sizes: [auto]\n"
+      "    world_sizes: [1, 2]\n" +
+      program +
+      "  - name: direct\n"
+      "    batch_sizes: [9, 10, 11, 12]\n" +
+      program;
+  const auto run = testing_real::run_matrix(dir.path(), matrix);
+  EXPECT_EQ(run.status, kExitCellsFailed);  // the direct runs above the budget
+  if (world_rank() != 0) return;
+  const auto cells = read_results_overview(run.results()).at("cells");
+  int64_t largest_direct_ok = 0;
+  std::vector<int64_t> searched;
+  for (const auto& [id, cell] : cells.items()) {
+    SCOPED_TRACE(id);
+    const auto& spec = cell.at("spec");
+    const int64_t batch = spec.at("batch_size");
+    if (spec.at("experiment") == "direct") {
+      if (cell.at("status") == "ok") {
+        largest_direct_ok = std::max(largest_direct_ok, batch);
+        continue;
+      }
+      EXPECT_EQ(cell.at("status"), "oom");
+      EXPECT_NE(cell.at("reason").get<std::string>().find("over the memory budget of 95 MiB"),
+                std::string::npos)
+          << cell.at("reason");
+      continue;
+    }
+    ASSERT_EQ(cell.at("status"), "ok") << cell.value("reason", "");
+    const auto& summary = cell.at("summary");
+    searched.push_back(summary.at("max_batch_ok").get<int64_t>());
+    EXPECT_EQ(summary.at("oom_batch").get<int64_t>(), searched.back() + 1);
+  }
+  EXPECT_EQ(largest_direct_ok, 10);
+  EXPECT_EQ(searched, (std::vector<int64_t>{10, 10})) << "world sizes 1 and 2";
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ Definitions (docs/analysis-guide.md#comparisons):
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -157,9 +157,28 @@ def _speedup_row(cell, base, field: str, trusted: dict) -> dict:
     }
 
 
-def match_cells(base: Results, new: Results) -> list[tuple[str | None, str | None, str]]:
+def branch_view(results: Results, branch: str) -> Results:
+    """`results` with the cells (and series) of `branch` only, for compare --branches.
+    Raises UsageError naming the file's branches when none of its cells is on `branch`."""
+    cells = results.cells[results.cells.branch == branch]
+    if cells.empty:
+        have = ", ".join(sorted(set(results.cells.branch))) or "none"
+        raise UsageError(f"{results.path}: no cell of branch {branch!r} (its branches: {have})")
+    series = results.series[results.series.series_id.isin(set(cells.series_id.dropna()))]
+    return replace(
+        results,
+        path=f"{results.path} [{branch}]",
+        cells=cells.reset_index(drop=True),
+        series=series,
+    )
+
+
+def match_cells(
+    base: Results, new: Results, drop: tuple = _DROP_FOR_FILE_MATCH
+) -> list[tuple[str | None, str | None, str]]:
     """(base_id, new_id, matched_by) for every cell of either file. matched_by: "cell_id",
-    "spec" (same spec but the commit; only when unique on both sides) or "" (unmatched)."""
+    "spec" (same spec but the fields in `drop`, the commit by default; only when unique on
+    both sides) or "" (unmatched)."""
     base_ids, new_ids = list(base.cells.cell_id), list(new.cells.cell_id)
     pairs = [(c, c, "cell_id") for c in base_ids if c in set(new_ids)]
     matched = {c for c, _, _ in pairs}
@@ -170,7 +189,7 @@ def match_cells(base: Results, new: Results) -> list[tuple[str | None, str | Non
         spec = results.cells.set_index("cell_id").spec
         out = {}
         for c in ids:
-            out.setdefault(config_key(spec[c], drop=_DROP_FOR_FILE_MATCH), []).append(c)
+            out.setdefault(config_key(spec[c], drop=drop), []).append(c)
         return out
 
     base_keys, new_keys = keys(base, rest_base), keys(new, rest_new)
@@ -294,15 +313,18 @@ def _accuracy_columns(base_cell, new_cell) -> dict:
     }
 
 
-def regression_table(base: Results, new: Results, options: GateOptions) -> pd.DataFrame:
+def regression_table(
+    base: Results, new: Results, options: GateOptions, drop: tuple = _DROP_FOR_FILE_MATCH
+) -> pd.DataFrame:
     """One row per cell of either file: the test results, a verdict and the accuracy (see
     `_accuracy_columns`); with repeated cells (repetitions.py), one more row per series pair
     judged by the series, the repetitions' timing verdicts "judged by its series", and a
     single run against a series in one row with the series' interval. Gate: any verdict
     "regression" or "broke", or an accuracy change "passed -> failed" (see
-    `gate_failed`)."""
+    `gate_failed`). `drop`: the spec fields a matched pair may differ in besides the cell id
+    (the commit; with compare --branches, the branch too)."""
     b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
-    pairs = match_cells(base, new)
+    pairs = match_cells(base, new, drop)
     plan = repetitions.plan(base, new, pairs)  # Note [Repetitions]
     rows, tested = [], []
     for base_id, new_id, matched_by in plan.cell_pairs(pairs):

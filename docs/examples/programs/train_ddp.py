@@ -3,7 +3,8 @@
 Runs alone (`python train_ddp.py --steps 20`, one process) or under torchrun or scalebench,
 which set RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; scalebench also opens the report channel
 that scalebench_client writes to (docs/programs.md). The model is a small MLP; `--width`
-changes its size, so that two branches of a repository can differ in their code.
+changes its size. run_demo.sh makes a repository of it whose two branches differ in how the
+data phase prepares a batch (PER_SAMPLE_TRANSFORM below), and benchmarks both.
 """
 
 import argparse
@@ -14,6 +15,19 @@ import scalebench_client as sb
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+
+# How the data phase normalises a batch: sample by sample in a Python loop, as a per-sample
+# Dataset transform does (True), or as one vectorised operation on the whole batch (False).
+# The demo repository's branch `main` has True, its branch `batched-transform` False.
+PER_SAMPLE_TRANSFORM = False
+
+
+def normalise(batch: torch.Tensor) -> torch.Tensor:
+    """Each sample to zero mean and unit variance."""
+    if PER_SAMPLE_TRANSFORM:
+        return torch.stack([(s - s.mean()) / (s.std() + 1e-6) for s in batch])
+    mean = batch.mean(dim=1, keepdim=True)
+    return (batch - mean) / (batch.std(dim=1, keepdim=True) + 1e-6)
 
 
 def main() -> None:
@@ -50,7 +64,7 @@ def main() -> None:
             raise RuntimeError(f"failing at step {step} as asked")
         with sb.step():
             with sb.phase("data"):
-                x, y = inputs.clone(), targets.clone()
+                x, y = normalise(inputs), targets.clone()
             with sb.phase("forward"):
                 loss = F.cross_entropy(model(x), y)
             with sb.phase("backward"):
@@ -59,7 +73,7 @@ def main() -> None:
             with sb.phase("optimizer"):
                 optimizer.step()
     measured_s = time.monotonic() - began
-    sb.metric("loss", float(loss))
+    sb.metric("loss", loss.item())
     sb.metric("outside_measured_s", measured_s)
     sb.memory()
     if world > 1:

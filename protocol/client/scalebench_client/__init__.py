@@ -26,7 +26,6 @@ calls ``torch.cuda.synchronize()`` first) and say so: docs/programs.md explains 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -83,13 +82,25 @@ def enabled() -> bool:
     return _get().stream is not None
 
 
+#: Frameworks named in `hello`, most specific first: (module, framework name).
+_FRAMEWORKS = (
+    ("lightning", "lightning"),
+    ("pytorch_lightning", "lightning"),
+    ("keras", "keras"),
+    ("jax", "jax"),
+    ("tensorflow", "tensorflow"),
+    ("torch", "pytorch"),
+)
+
+
 def _hello(channel: _Channel) -> None:
     versions = {"python": sys.version.split()[0], "client": __version__}
     framework = "python"
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        framework = "pytorch"
-        versions["torch"] = getattr(torch, "__version__", "")
+    for module_name, name in reversed(_FRAMEWORKS):
+        module = sys.modules.get(module_name)
+        if module is not None:
+            framework = name
+            versions[module_name] = str(getattr(module, "__version__", ""))
     channel.write(
         {
             "type": "hello",
@@ -117,28 +128,65 @@ class _Step:
 
     def __enter__(self) -> None:
         global _phases
-        if _get().stream is None:
+        channel = _get()
+        if channel.stream is None:
             return
+        if channel.steps == 0:
+            _apply_memory_budget()
         _phases = {}
         self.begin = _monotonic_ns()
 
     def __exit__(self, *exc_info: object) -> None:
         global _phases
         end = _monotonic_ns()
-        channel = _channel
-        if channel is None or channel.stream is None or _phases is None:
-            return
-        phases = ",".join(
-            f"{_names.get(name) or _encode(name)}:[{begin},{finish}]"
-            for name, (begin, finish) in _phases.items()
-        )
-        warmup = "true" if channel.steps < channel.warmup else "false"
-        channel.stream.write(
-            f'{{"v":{RECORD_VERSION},"type":"step","index":{channel.steps},"warmup":{warmup},'
-            f'"begin_ns":{self.begin},"end_ns":{end},"phases":{{{phases}}}}}\n'
-        )
-        channel.steps += 1
+        phases = _phases
         _phases = None
+        if phases is not None:
+            emit_step(self.begin, end, phases)
+
+
+def emit_step(begin: int, end: int, phases: dict) -> None:
+    """Writes one step record: its [begin, end] and each phase's (begin, end), all
+    ``time.monotonic_ns()`` integers. For adapters that see a framework's step from its hooks
+    (scalebench_client.lightning) rather than through ``with step():``. A no-op when not
+    started by scalebench."""
+    channel = _channel if _channel is not None else _get()
+    if channel.stream is None:
+        return
+    if channel.steps == 0:
+        _apply_memory_budget()
+    text = ",".join(
+        f"{_names.get(name) or _encode(name)}:[{b},{e}]"
+        for name, (b, e) in phases.items()
+    )
+    warmup = "true" if channel.steps < channel.warmup else "false"
+    channel.stream.write(
+        f'{{"v":{RECORD_VERSION},"type":"step","index":{channel.steps},"warmup":{warmup},'
+        f'"begin_ns":{begin},"end_ns":{end},"phases":{{{text}}}}}\n'
+    )
+    channel.steps += 1
+
+
+_budget_applied = False
+
+
+def _apply_memory_budget() -> None:
+    """The cell's memory budget on a GPU (SCALEBENCH_MEMORY_BUDGET_BYTES, docs/programs.md):
+    torch's CUDA allocator is capped at that share of the device, so an allocation beyond it
+    raises torch.OutOfMemoryError as a full device would. On the CPU the worker holds the
+    program's resident set to the budget itself."""
+    global _budget_applied
+    if _budget_applied:
+        return
+    _budget_applied = True
+    budget = int(os.environ.get("SCALEBENCH_MEMORY_BUDGET_BYTES", "0") or 0)
+    torch = sys.modules.get("torch")
+    if budget <= 0 or torch is None or os.environ.get("SCALEBENCH_DEVICE") != "cuda":
+        return
+    if not torch.cuda.is_available():
+        return
+    total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, budget / total))
 
 
 def _encode(name: str) -> str:
@@ -199,30 +247,54 @@ def metric(name: str, value: float) -> None:
 
 def memory() -> None:
     """Reports the peak and current memory: torch's CUDA allocator when a GPU is in use,
-    else this process's peak resident set (getrusage) and current resident set."""
+    else this process's peak and current resident set (/proc/self/status)."""
     channel = _get()
     if channel.stream is None:
         return
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        record = {
-            "kind": "cuda",
-            "peak_bytes": int(torch.cuda.max_memory_allocated()),
-            "current_bytes": int(torch.cuda.memory_allocated()),
-        }
+        report_memory(
+            "cuda",
+            int(torch.cuda.max_memory_allocated()),
+            int(torch.cuda.memory_allocated()),
+        )
     else:
+        peak, current = _resident_set_bytes()
+        report_memory("rss", peak, current)
+
+
+def report_memory(kind: str, peak_bytes: int, current_bytes: int) -> None:
+    """Reports memory measured by an adapter: ``kind`` "cuda" for a device allocator's peak
+    (stored as peak_allocated_bytes), "rss" for a resident set (peak_rss_bytes)."""
+    _get().write(
+        {
+            "type": "memory",
+            "kind": kind,
+            "peak_bytes": peak_bytes,
+            "current_bytes": current_bytes,
+        }
+    )
+
+
+def _resident_set_bytes() -> tuple[int, int]:
+    """(peak, current) resident set of this process: VmHWM and VmRSS of /proc/self/status.
+    Not getrusage's ru_maxrss: Linux carries it across execve, so a program spawned by a
+    large process (the worker, with LibTorch loaded) would report its parent's peak."""
+    values = {}
+    try:  # not a parenthesised `with` of two managers: that needs Python 3.10
+        with open("/proc/self/status") as status:
+            for line in status:
+                name, _, rest = line.partition(":")
+                if name in ("VmHWM", "VmRSS"):
+                    values[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        values.clear()
+    if "VmHWM" not in values:  # not Linux: the best there is
         import resource
 
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        current = peak
-        with (
-            contextlib.suppress(OSError, ValueError, IndexError),
-            open("/proc/self/statm") as statm,
-        ):
-            current = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        record = {"kind": "rss", "peak_bytes": int(peak), "current_bytes": int(current)}
-    record["type"] = "memory"
-    channel.write(record)
+        scale = 1 if sys.platform == "darwin" else 1024
+        values["VmHWM"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    return values["VmHWM"], values.get("VmRSS", values["VmHWM"])
 
 
 def error(exception: BaseException) -> None:
@@ -230,7 +302,8 @@ def error(exception: BaseException) -> None:
     JAX as ``oom``. ``run`` calls it; call it yourself around your own handling."""
     text = f"{type(exception).__name__}: {exception}"
     oom = (
-        type(exception).__name__ in ("OutOfMemoryError", "ResourceExhaustedError")
+        type(exception).__name__
+        in ("OutOfMemoryError", "ResourceExhaustedError", "MemoryError")
         or "RESOURCE_EXHAUSTED" in text
         or "CUDA out of memory" in text
     )

@@ -26,3 +26,21 @@ TEST(Escaped, ControlCharactersBecomeEscapes) {
 
 }  // namespace
 }  // namespace scalebench
+
+namespace scalebench {
+namespace {
+
+TEST(PrintableOutput, KeepsLinesAndUtf8AndEscapesTheRest) {
+  EXPECT_EQ(printable_output("a\tb\nc\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "a\tb\nc\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(printable_output(std::string("x\0y\x1b[2Jz\r", 9)), "x\\x00y\\x1b[2Jz\\r");
+  // Invalid UTF-8: a lone continuation byte, a truncated sequence, an overlong form, a
+  // surrogate; each offending byte becomes U+FFFD.
+  EXPECT_EQ(printable_output("\x80"), "\xef\xbf\xbd");
+  EXPECT_EQ(printable_output("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(printable_output("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(printable_output("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+}  // namespace
+}  // namespace scalebench

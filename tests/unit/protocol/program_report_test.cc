@@ -48,7 +48,9 @@ TEST(ProgramReport, MalformedRecordsAreRefusedWithTheLine) {
        {std::string("not json"), std::string(R"({"type":"step"})"),
         std::string(R"({"v":2,"type":"hello"})"), std::string(R"({"v":1,"type":"nope"})"),
         std::string(R"({"v":1,"type":"step","begin_ns":2,"end_ns":1})"),
-        std::string(R"({"v":1,"type":"step","begin_ns":1,"end_ns":2,"phases":{"f":[3]}})")}) {
+        std::string(R"({"v":1,"type":"step","begin_ns":1,"end_ns":2,"phases":{"f":[3]}})"),
+        // A phase named like the iteration's own column would be lost in it.
+        std::string(R"({"v":1,"type":"step","begin_ns":1,"end_ns":2,"phases":{"step":[1,2]}})")}) {
     ProgramReport report;
     try {
       apply_record(report, line);

@@ -1,0 +1,88 @@
+#include "common/base/process_memory.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <system_error>
+
+namespace scalebench {
+namespace {
+
+/// The next space-separated field of `rest`, removed from it.
+std::string_view next_field(std::string_view& rest) {
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  const size_t end = std::min(rest.find(' '), rest.size());
+  const std::string_view field = rest.substr(0, end);
+  rest.remove_prefix(end);
+  return field;
+}
+
+template <typename Integer>
+std::optional<Integer> parse_integer(std::string_view text) {
+  Integer value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) return {};
+  return value;
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text) {
+  constexpr std::string_view kKey = "MemAvailable:";
+  const size_t at = meminfo_text.find(kKey);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = meminfo_text.substr(at + kKey.size());
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  int64_t kib = 0;
+  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), kib);
+  if (error != std::errc() || kib < 0) return std::nullopt;
+  if (!std::string_view(end, rest.data() + rest.size()).starts_with(" kB")) return std::nullopt;
+  return kib * 1024;
+}
+
+std::optional<int64_t> mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_mem_available_bytes(text.str());
+}
+
+std::optional<ProcStat> parse_proc_stat(std::string_view stat_text) {
+  // "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
+  //  utime stime cutime cstime priority nice num_threads itrealvalue starttime vsize rss ..."
+  const size_t close = stat_text.rfind(')');
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view rest = stat_text.substr(close + 1);
+  next_field(rest);  // state
+  next_field(rest);  // ppid
+  const auto group = parse_integer<pid_t>(next_field(rest));
+  for (int skipped = 0; skipped < 18; ++skipped) next_field(rest);  // session .. vsize
+  const auto rss = parse_integer<int64_t>(next_field(rest));
+  if (!group || !rss) return std::nullopt;
+  return ProcStat{*group, *rss};
+}
+
+int64_t process_group_rss_bytes(pid_t group) {
+  static const int64_t page_bytes = ::sysconf(_SC_PAGESIZE);
+  int64_t pages = 0;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc", error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.front() < '0' || name.front() > '9') continue;
+    std::ifstream in(it->path() / "stat");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (const auto stat = parse_proc_stat(text); stat && stat->process_group == group) {
+      pages += stat->rss_pages;
+    }
+  }
+  return pages * page_bytes;
+}
+
+}  // namespace scalebench

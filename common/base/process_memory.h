@@ -1,0 +1,34 @@
+// Memory of this node and of other processes, from /proc: the node's available memory (the
+// default budget of batch_size auto on CPU) and the resident set of a process group (the
+// budget a program cell's child is held to, Note [Program memory budget] in
+// protocol/program_cell.cc).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace scalebench {
+
+/// MemAvailable of a /proc/meminfo text in bytes; nullopt when missing.
+std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text);
+
+/// This node's MemAvailable in bytes; nullopt when /proc/meminfo cannot be read.
+std::optional<int64_t> mem_available_bytes();
+
+/// The process group and resident set (pages) of a /proc/<pid>/stat text; nullopt when it
+/// is not one (the command name, in parentheses, may hold spaces and parentheses).
+struct ProcStat {
+  pid_t process_group = 0;
+  int64_t rss_pages = 0;
+};
+std::optional<ProcStat> parse_proc_stat(std::string_view stat_text);
+
+/// The sum of the resident sets of the live processes of process group `group`, bytes (0
+/// when none). Reads /proc/<pid>/stat of every process, a few hundred microseconds on a node
+/// with a few hundred processes.
+int64_t process_group_rss_bytes(pid_t group);
+
+}  // namespace scalebench
