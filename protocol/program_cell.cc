@@ -54,11 +54,13 @@ namespace scalebench {
 // `batch_size: auto` also without it (the node's MemAvailable shared by its workers, taken
 // once before the first probe, as for built-in cells). The budget binds for real:
 //  * CPU: while the program runs the worker sums the resident sets of its process group
-//    (every process it started, data-loader workers included) every 50 ms (the wait loop's
-//    tick); above the budget the group is ended (SIGTERM, then SIGKILL) and the rank records
-//    `oom` ("over the memory budget"). The program's own report of its peak resident set
-//    (`sb.memory()`, getrusage, exact but of the main process only) above the budget counts
-//    too, so an allocation shorter than a tick is not missed.
+//    (every process it started, data-loader workers included) every 200 ms (it reads
+//    /proc/<pid>/stat of every process of the node: about 10 us a process, so a few
+//    milliseconds a second on a busy node); above the budget the group is ended (SIGTERM,
+//    then SIGKILL) and the rank records `oom` ("over the memory budget"). The program's
+//    own report of its peak resident set (`sb.memory()`: VmHWM, exact but of the main
+//    process only) above the budget counts too, so an allocation shorter than the period
+//    is not missed.
 //  * GPU: the program receives SCALEBENCH_MEMORY_BUDGET_BYTES, and the client caps torch's
 //    CUDA allocator at that share of the device (`set_per_process_memory_fraction`), so an
 //    allocation beyond it raises torch.OutOfMemoryError; a reported CUDA peak above the
@@ -74,6 +76,8 @@ namespace {
 constexpr std::size_t kTailLines = 40;
 constexpr std::size_t kTailBytes = 4096;
 constexpr double kMiB = 1024.0 * 1024.0;
+/// Note [Program memory budget]: how often the resident set of a program's group is summed.
+constexpr std::chrono::milliseconds kRssSampleInterval{200};
 
 /// Environment variables of the launcher that a child must not see (prefixes).
 const std::vector<std::string> kScrubbedPrefixes{"OMPI_", "PMIX_",  "PMI_",   "SLURM_",   "PRTE_",
@@ -168,10 +172,9 @@ struct LocalOutcome {
   CellStatus status = CellStatus::kOk;
   FailurePhase phase = FailurePhase::kNone;
   std::string reason;
-  bool sends_stop = false;  ///< its own failure (not an echo of another rank's)
+  bool sends_stop = false;   ///< its own failure (not an echo of another rank's)
   bool over_budget = false;  ///< the memory budget ended it (Note [Program memory budget])
 };
-
 
 /// This rank's place in the group as torchrun would give it: a node is a distinct host, in
 /// group-rank order; the master is group rank 0's host at a port it found free.
@@ -286,10 +289,13 @@ ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeou
   std::string buffer;
   ReportPipe pipe;
   pid_t child_group = 0;
+  auto next_sample = std::chrono::steady_clock::now();
   options.pass_fd = pipe.write_fd();
   options.timeout_s = timeout_s;
   options.keep_going = [&]() {
-    if (rss_budget_bytes > 0 && child_group > 0) {  // Note [Program memory budget]
+    const auto now = std::chrono::steady_clock::now();
+    if (rss_budget_bytes > 0 && child_group > 0 && now >= next_sample) {
+      next_sample = now + kRssSampleInterval;  // Note [Program memory budget]
       const auto rss = static_cast<double>(process_group_rss_bytes(child_group));
       run.sampled_peak_rss_bytes = std::max(run.sampled_peak_rss_bytes, rss);
       if (rss > rss_budget_bytes) {
@@ -354,8 +360,8 @@ LocalOutcome outcome_of(const ProgramRun& run, const std::vector<std::string>& a
   const double peak = measured_peak_bytes(run);
   if (run.over_budget || (budget_bytes > 0 && peak > budget_bytes)) {
     LocalOutcome over{CellStatus::kOom, FailurePhase::kLoop,
-                      ran + (run.over_budget ? " was ended: its" : ": its") +
-                          " memory reached " + std::to_string(std::lround(peak / kMiB)) +
+                      ran + (run.over_budget ? " was ended: its" : ": its") + " memory reached " +
+                          std::to_string(std::lround(peak / kMiB)) +
                           " MiB, over the memory budget of " +
                           std::to_string(std::lround(budget_bytes / kMiB)) +
                           " MiB (memory_limit_mb, docs/programs.md#memory); lower the batch "
@@ -566,9 +572,10 @@ int64_t search_program_batch(const Assignment& assignment, const TorchrunLayout&
     probe.cell.batch_size = *next;
     probe.cell.warmup_iterations = 1;
     probe.cell.measured_iterations = static_cast<int>(std::max<int64_t>(cell.probe_iterations, 1));
-    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
-    const Attempt attempt = attempt_program(probe, layout, context, device, output_dir,
-                                            budget_bytes, left, group);
+    const double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const Attempt attempt =
+        attempt_program(probe, layout, context, device, output_dir, budget_bytes, left, group);
     const GroupOutcome reduced =
         reduce_probe(local_probe(attempt, probe.cell), *next, layout.world, group);
     if (reduced.failed) {
@@ -622,9 +629,9 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
   result.host = context.host;
   result.device = device;
 
-  const auto cell_dir = std::filesystem::temp_directory_path() /
-                        ("scalebench-program-" + assignment.cell.cell_id + "-" +
-                         std::to_string(::getpid()));
+  const auto cell_dir =
+      std::filesystem::temp_directory_path() /
+      ("scalebench-program-" + assignment.cell.cell_id + "-" + std::to_string(::getpid()));
   const auto output_dir = cell_dir / ("rank" + std::to_string(layout.rank));
   const double budget_bytes = program_budget_bytes(assignment.cell, device, context);
   Assignment timed = assignment;

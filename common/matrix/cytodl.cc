@@ -212,8 +212,9 @@ class RowReader {
       }
       if (arg.find("{overrides}") != std::string::npos) {
         diagnostics_.error({program_template_path(file_).string(), 0, 0, "command"},
-                           "'" + arg + "': write {overrides} as an argv element of its own (it "
-                           "becomes one element per override)");
+                           "'" + arg +
+                               "': write {overrides} as an argv element of its own (it "
+                               "becomes one element per override)");
       }
       command.push_back(substitute_known_placeholders(arg, row));
     }
@@ -293,6 +294,7 @@ class RowReader {
     const std::vector<std::string> supported = supported_overrides();
     std::set<std::string> seen;
     for (auto item : split_overrides(field.value)) {
+      const std::string as_written = item;  // Hydra's `+` (add a key) matters to a program
       while (!item.empty() && item[0] == '+') item.erase(0, 1);
       const auto equals = item.find('=');
       const std::string key = item.substr(0, equals);
@@ -304,7 +306,7 @@ class RowReader {
       }
       const bool known = equals != std::string::npos &&
                          std::find(supported.begin(), supported.end(), key) != supported.end();
-      if (program_ && !consumed_only(key)) passed.push_back(item);
+      if (program_ && !consumed_only(key)) passed.push_back(as_written);
       if (program_ && ((!known && !key.starts_with("scalebench.")) || key.starts_with("data."))) {
         continue;  // the program's own
       }
@@ -449,7 +451,7 @@ MatrixRequest read_cytodl_csv(const std::string& text, const std::string& file, 
                       "the task file has a header but no rows; add at least one task");
   }
   if (!request.experiments.empty() && !diagnostics.has_errors()) {
-    // Issue of trust: a CSV row names the user's experiment, but what runs is a stand-in.
+    // A row names the user's experiment, but what runs may be a stand-in: say so.
     // Built-in (zoo) models run scalebench's code, never the branch's; a TorchScript model
     // comes from the branch's tree and does differ.
     std::set<std::string> models;
@@ -461,16 +463,18 @@ MatrixRequest read_cytodl_csv(const std::string& text, const std::string& file, 
     models.erase("");
     std::string names;
     for (const auto& model : models) names += (names.empty() ? "" : ", ") + model;
-    if (!models.empty()) diagnostics.warning(
-        {file, records.front().line, 1, ""},
-        "every row runs scalebench's built-in stand-in model (" + names +
-            ") with the row's settings, the same code on every branch: differences between "
-            "branches are noise, not your code. To measure each branch's own train.py, "
-            "put a program template next to this file, " +
-            program_template_path(file).filename().string() +
-            ", e.g. command: [python, cyto_dl/train.py, \"experiment={experiment}\", "
-            "\"trainer={trainer}\", \"data.batch_size={batch_size}\", \"{overrides}\"] "
-            "(docs/programs.md#cytodl-task-files)");
+    if (!models.empty()) {
+      diagnostics.warning(
+          {file, records.front().line, 1, ""},
+          "every row runs scalebench's built-in stand-in model (" + names +
+              ") with the row's settings, the same code on every branch: differences between "
+              "branches are noise, not your code. To measure each branch's own train.py, "
+              "put a program template next to this file, " +
+              program_template_path(file).filename().string() +
+              ", e.g. command: [python, cyto_dl/train.py, \"experiment={experiment}\", "
+              "\"trainer={trainer}\", \"data.batch_size={batch_size}\", \"{overrides}\"] "
+              "(docs/programs.md#cytodl-task-files)");
+    }
   }
   request.repo = ".";
   return request;

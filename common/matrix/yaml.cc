@@ -496,24 +496,38 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
   return request;
 }
 
-std::optional<ProgramSpec> read_program_template(const std::string& text, const std::string& file,
-                                                Diagnostics& diagnostics) {
+namespace {
+
+/// A YAML document of its own (an experiment file, a program template) after the encoding,
+/// syntax, mapping, duplicate-key and schema checks; nullopt with the problems added.
+/// `expected` says what the mapping must hold, for the message when it is not one.
+std::optional<YAML::Node> checked_document(const std::string& text, const std::string& file,
+                                           const char* schema_file, const std::string& expected,
+                                           Diagnostics& diagnostics) {
   if (!check_text_encoding(text, file, diagnostics)) return std::nullopt;
-  const auto parsed = parse_yaml_text(text, file, diagnostics);
+  auto parsed = parse_yaml_text(text, file, diagnostics);
   if (!parsed) return std::nullopt;
-  const YAML::Node& root = *parsed;
-  if (!root.IsMap()) {
-    diagnostics.error(location_of(root, file, ""),
-                      "a program template must be a mapping with 'command' (and optionally "
-                      "'env' and 'python'); got " +
-                          describe_node(root));
+  if (!parsed->IsMap()) {
+    diagnostics.error(location_of(*parsed, file, ""), expected + "; got " + describe_node(*parsed));
     return std::nullopt;
   }
-  check_duplicate_keys(root, "", file, diagnostics);
-  validate_with_schema(root, "program-template.schema.json", file, diagnostics);
+  check_duplicate_keys(*parsed, "", file, diagnostics);
+  validate_with_schema(*parsed, schema_file, file, diagnostics);
   if (diagnostics.has_errors()) return std::nullopt;
+  return parsed;
+}
+
+}  // namespace
+
+std::optional<ProgramSpec> read_program_template(const std::string& text, const std::string& file,
+                                                 Diagnostics& diagnostics) {
+  const auto root = checked_document(
+      text, file, "program-template.schema.json",
+      "a program template must be a mapping with 'command' (and optionally 'env' and 'python')",
+      diagnostics);
+  if (!root) return std::nullopt;
   Reader reader(file, diagnostics);
-  ProgramSpec program = read_program(root, "program", reader);
+  ProgramSpec program = read_program(*root, "program", reader);
   if (diagnostics.has_errors()) return std::nullopt;
   return program;
 }
@@ -521,22 +535,12 @@ std::optional<ProgramSpec> read_program_template(const std::string& text, const 
 std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
                                                       const std::string& file,
                                                       Diagnostics& diagnostics) {
-  if (!check_text_encoding(text, file, diagnostics)) return std::nullopt;
-  const auto parsed = parse_yaml_text(text, file, diagnostics);
-  if (!parsed) return std::nullopt;
-  const YAML::Node& root = *parsed;
-  if (!root.IsMap()) {
-    diagnostics.error(location_of(root, file, ""),
-                      "an experiment file must be a mapping (key: value) with at least "
-                      "'model'; got " +
-                          describe_node(root));
-    return std::nullopt;
-  }
-  check_duplicate_keys(root, "", file, diagnostics);
-  validate_with_schema(root, "experiment.schema.json", file, diagnostics);
-  if (diagnostics.has_errors()) return std::nullopt;
+  const auto root = checked_document(
+      text, file, "experiment.schema.json",
+      "an experiment file must be a mapping (key: value) with at least 'model'", diagnostics);
+  if (!root) return std::nullopt;
   Reader reader(file, diagnostics);
-  ExperimentRequest experiment = read_experiment(root, "", reader, diagnostics);
+  ExperimentRequest experiment = read_experiment(*root, "", reader, diagnostics);
   if (diagnostics.has_errors()) return std::nullopt;
   return experiment;
 }

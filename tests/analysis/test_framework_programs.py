@@ -8,12 +8,12 @@ without its file.
 
 from __future__ import annotations
 
-import json
 import os
 
-import h5py
 import numpy as np
 import pytest
+
+from programfiles import measured, read_program_cells, shares
 
 from conftest import run_cli
 
@@ -46,47 +46,11 @@ def keras_file() -> str:
     return _file("SCALEBENCH_KERAS_FILE")
 
 
-def text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def read_cells(path: str) -> dict:
-    """{cell_id: {attrs, timings, phases, warmup, metrics (per rank), effective, argv}}."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        for cell_id, cell in f["cells"].items():
-            attrs = {
-                k: text(v) if isinstance(v, (bytes, str)) else v for k, v in cell.attrs.items()
-            }
-            assert attrs["status"] == "ok", (cell_id, attrs["reason"])
-            timings = cell["timings"]
-            names = json.loads(text(cell["rank_metrics"].attrs["names"]))
-            out[cell_id] = {
-                "attrs": attrs,
-                "timings": timings[()],
-                "phases": json.loads(text(timings.attrs["phases"])),
-                "warmup": int(timings.attrs["warmup_iterations"]),
-                "metrics": [dict(zip(names, row)) for row in cell["rank_metrics"][()]],
-                "argv": [json.loads(text(a)) for a in cell["program_argv"][()]],
-                "output": [text(o) for o in cell["program_output"][()]],
-            }
-    return out
-
-
-def measured(cell, phase: str) -> np.ndarray:
-    return cell["timings"][:, cell["warmup"] :, cell["phases"].index(phase)]
-
-
-def shares(cell, phases) -> np.ndarray:
-    """(ranks, iterations) sum of `phases` over the step."""
-    return sum(measured(cell, p) for p in phases) / measured(cell, "step")
-
-
 LIGHTNING_PHASES = ("data", "hooks", "h2d", "forward", "zero_grad", "backward", "optimizer")
 
 
 def test_lightning_reports_its_phases_on_every_rank_of_both_branches(lightning_file):
-    cells = read_cells(lightning_file)
+    cells = read_program_cells(lightning_file)
     seen = set()
     for cell in cells.values():
         attrs = cell["attrs"]
@@ -121,7 +85,7 @@ def test_a_cytodl_task_file_runs_train_py_with_each_rows_overrides(lightning_tas
     on its branch with its own Hydra overrides, as the stored argv and the program's own
     output (it prints the config it trained with) show."""
     rows = {}
-    for cell in read_cells(lightning_tasks_file).values():
+    for cell in read_program_cells(lightning_tasks_file).values():
         rows[cell["attrs"]["branch"]] = cell
     assert set(rows) == {"main", "bf16-channels-last"}
     expected = {"main": ("model.width=32", 1), "bf16-channels-last": ("model.width=16", 2)}
@@ -139,7 +103,7 @@ def test_a_cytodl_task_file_runs_train_py_with_each_rows_overrides(lightning_tas
 
 
 def test_jax_compilation_is_apart_from_the_steps_which_match_the_scripts_clock(jax_file):
-    for cell_id, cell in read_cells(jax_file).items():
+    for cell_id, cell in read_program_cells(jax_file).items():
         assert cell["attrs"]["effective_program_framework"] == "jax"
         assert cell["phases"] == ["data", "compute", "step"], cell["phases"]
         for metrics in cell["metrics"]:
@@ -154,7 +118,7 @@ def test_jax_compilation_is_apart_from_the_steps_which_match_the_scripts_clock(j
 
 
 def test_keras_reports_each_training_batch(keras_file):
-    for cell in read_cells(keras_file).values():
+    for cell in read_program_cells(keras_file).values():
         attrs = cell["attrs"]
         assert attrs["effective_program_framework"] == "keras", attrs
         assert cell["phases"] == ["data", "train_step", "step"], cell["phases"]

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 
-import h5py
 import numpy as np
 import pytest
+
+from programfiles import measured, read_program_cells
 
 from conftest import run_cli
 
@@ -33,40 +34,19 @@ def program_file() -> str:
     return path
 
 
-def text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 @pytest.fixture(scope="module")
 def cells(program_file):
-    """{(branch, world): {timings, phases, warmup, metrics, argv, output}} of the ok cells."""
-    out = {}
-    with h5py.File(program_file, "r") as f:
-        for cell_id, cell in f["cells"].items():
-            assert text(cell.attrs["status"]) == "ok", (cell_id, text(cell.attrs["reason"]))
-            timings = cell["timings"]
-            names = json.loads(text(cell["rank_metrics"].attrs["names"]))
-            out[(text(cell.attrs["branch"]), int(cell.attrs["world_size"]))] = {
-                "model": text(cell.attrs["model"]),
-                "timings": timings[()],
-                "phases": json.loads(text(timings.attrs["phases"])),
-                "warmup": int(timings.attrs["warmup_iterations"]),
-                "metrics": [dict(zip(names, row)) for row in cell["rank_metrics"][()]],
-                "argv": [json.loads(text(a)) for a in cell["program_argv"][()]],
-                "output": [text(o) for o in cell["program_output"][()]],
-            }
-    return out
-
-
-def measured(cell, phase: str) -> np.ndarray:
-    """(ranks, measured iterations) seconds of `phase`."""
-    return cell["timings"][:, cell["warmup"] :, cell["phases"].index(phase)]
+    """The ok cells by (branch, world size)."""
+    return {
+        (c["attrs"]["branch"], int(c["attrs"]["world_size"])): c
+        for c in read_program_cells(program_file).values()
+    }
 
 
 def test_every_branch_and_world_size_ran_the_users_program(cells):
     assert set(cells) == {(b, w) for b in ("main", "batched-transform") for w in (1, 2)}
     for (_branch, world), cell in cells.items():
-        assert cell["model"].startswith("program:"), cell["model"]
+        assert cell["attrs"]["model"].startswith("program:"), cell["attrs"]["model"]
         assert cell["phases"] == [*PHASES, "step"]
         assert cell["timings"].shape[0] == world
         assert len(cell["argv"]) == world
