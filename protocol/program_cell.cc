@@ -435,7 +435,11 @@ void record_report(RankResult& result, const ProgramRun& run, const CellSpec& ce
   result.metrics["program_exit_status"] = run.exit.shell_status();
   const auto measured = static_cast<double>(result.iterations() - timings.warmup_iterations);
   result.metrics["measured_iterations"] = measured;
-  if (report.steps.empty()) result.metrics["no_iteration_timings"] = 1.0;
+  if (report.steps.empty()) {
+    result.metrics["no_iteration_timings"] = 1.0;
+  } else {  // the program's own start-up: interpreter, imports, model, data, until step 0
+    result.metrics["program_startup_s"] = report.steps.front().begin - origin_s;
+  }
   if (cell.mode == Mode::kInfer) {
     result.metrics["samples"] = measured * static_cast<double>(cell.batch_size);
   }

@@ -70,6 +70,10 @@ def test_lightning_reports_its_phases_on_every_rank_of_both_branches(lightning_f
         for rank, row in enumerate(share):
             assert np.median(row) >= 0.99, (attrs["branch"], world, rank, row)
     assert seen == {(b, w) for b in ("main", "bf16-channels-last") for w in (1, 2)}
+    # Start-up: the program's launch to its first step (imports, Hydra, model, DDP setup).
+    for cell in cells.values():
+        for metrics in cell["metrics"]:
+            assert 0 < metrics["program_startup_s"] < 300, metrics
 
 
 def test_lightning_branches_differ_and_compare_gives_a_verdict(lightning_file):

@@ -24,6 +24,8 @@ TITLES = {
     "repetitions": "Repetitions: median over the ok repetitions with its 95% bootstrap interval "
     "(DISAGREE: they span more than 10%; docs/repetitions.md)",
     "stragglers": "Straggler ranks",
+    "startup": "Start-up: seconds before the measured steps (median over ranks; startup_s: "
+    "a program's launch to its first step)",
     "accuracy": "Accuracy: each validated cell against its fp32 reference (the file's verdict)",
     "speedup": "Speedup against the baseline",
     "speedup_vs_file": "Speedup against the baseline file",

@@ -115,9 +115,27 @@ def _setting_labels(specs: list[dict]) -> list[str]:
             and k.split(".")[0] not in NAMED_FIELDS
             and len({json.dumps(f.get(k), sort_keys=True) for f in group}) > 1
         ]
-        for i in members:
-            labels[i] = " ".join(f"{k}={flats[i].get(k)}" for k in varying) or "default"
+        commands = [specs[i].get("program", {}).get("command", []) for i in members]
+        shared = set.intersection(*(set(c) for c in commands)) if commands else set()
+        for i, command in zip(members, commands):
+            labels[i] = (
+                " ".join(
+                    _program_args(command, shared)
+                    if k == "program.command"
+                    else f"{k}={flats[i].get(k)}"
+                    for k in varying
+                )
+                or "default"
+            )
     return labels
+
+
+def _program_args(command: list, shared: set) -> str:
+    """A program cell's label part when the commands of its group differ: its own argv
+    elements, those not in every command of the group (a CytoDL row's overrides, say),
+    rather than the whole command."""
+    own = [arg for arg in command if arg not in shared]
+    return "args: " + (" ".join(own) if own else "(none of its own)")
 
 
 def _batch_text(batch: int, auto: bool) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..read.loader import Results, load
-from . import ablation, accuracy, batch, compare, quality, repetitions, scaling
+from . import ablation, accuracy, batch, compare, quality, repetitions, scaling, startup
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class Analysis:
     """Every table of one results file. `sections` is ordered: overview, cells,
     repetitions (only when the file has `/series`: repetitions.repetitions_table), scaling,
     batch, batch_study and batch_curve (only when the file has a batch study: an auto
-    cell or a listed-batch group, batch.py Note [Batch study]), stragglers, accuracy
+    cell or a listed-batch group, batch.py Note [Batch study]), stragglers, startup (cells
+    with start-up figures: startup.py), accuracy
     (only when a cell has an accuracy group), then the ablation tables and speedup /
     regressions when asked for."""
 
@@ -141,6 +142,9 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
         out.sections["batch_study"] = out.batch_studies
         out.sections["batch_curve"] = out.batch_curve
     out.sections["stragglers"] = quality.straggler_table(results, options.quality)
+    started = startup.startup_table(results)
+    if len(started):
+        out.sections["startup"] = started
     checked = accuracy.accuracy_table(results.cells)
     if len(checked):
         out.sections["accuracy"] = checked
