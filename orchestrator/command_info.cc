@@ -32,6 +32,14 @@ void print_table(const nlohmann::json& overview, std::ostream& out) {
       << "# time:     " << text(p, "start_time") << " .. "
       << (text(p, "end_time").empty() ? "(running or interrupted)" : text(p, "end_time"))
       << ", runs " << text(p, "run_count") << "\n";
+  // Since layout 1.6: the matrix's warnings, repeated where the results are read (a CytoDL
+  // task file of built-in stand-ins: differences between branches are noise).
+  const auto warnings = nlohmann::json::parse(text(p, "matrix_warnings"), nullptr, false);
+  if (warnings.is_array()) {
+    for (const auto& warning : warnings) {
+      if (warning.is_string()) out << "# " << warning.get<std::string>() << "\n";
+    }
+  }
   out << format_summary_table(summary_rows(overview)) << format_series_table(overview)
       << format_damage(overview);
 }

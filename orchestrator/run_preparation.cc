@@ -30,6 +30,7 @@ Provenance make_provenance(const RunOptions& options, const ResolvedMatrix& matr
                            const std::vector<WorkerHello>& hellos, const WorkerFactory& worker) {
   Provenance provenance = collect_provenance(options.argv, options.matrix_path.string(),
                                              matrix.matrix().text, matrix.cell_ids(), world_size());
+  provenance.matrix_warnings = matrix.warnings();
   if (worker.library_versions) {
     const auto versions = worker.library_versions();
     auto get = [&](const char* key) {

@@ -13,7 +13,8 @@ in the user's cache, beside the compiler cache):
   * the file's compile command with the source tree's path replaced by a fixed name;
   * the name and content of every header the compiler read for the file, as the build's
     dependency records list them (`ninja -t deps`), names inside the source tree relative to
-    it. A file compiled with the worker's precompiled header also depends on the headers
+    it, the tree's path inside a content replaced by a fixed name (generated headers such as
+    CMake's cmake_pch.hxx hold it). A file compiled with the worker's precompiled header also depends on the headers
     the precompiled header was made from (Torch's). A file without dependency records (not built yet)
     depends on every tracked header instead.
 A change to one header therefore re-checks only the files that include it.
@@ -63,16 +64,21 @@ def ninja_deps(build: Path) -> dict[str, list[str]]:
 
 
 class ContentHashes:
-    """sha256 of files, each read once per run (Torch's headers are shared by many files)."""
+    """sha256 of files, each read once per run (Torch's headers are shared by many files),
+    with the source tree's path replaced by a fixed name first: files the build generates
+    name it (CMake's cmake_pch.hxx includes the worker's pch.h by its absolute path), and a
+    clone elsewhere must still find the stamps another clone left."""
 
-    def __init__(self) -> None:
+    def __init__(self, source_root: Path) -> None:
         self._known: dict[str, str] = {}
+        self._root = str(source_root).encode()
 
     def __call__(self, path: str) -> str:
         if path not in self._known:
             try:
                 with open(path, "rb") as f:
-                    self._known[path] = hashlib.sha256(f.read()).hexdigest()
+                    data = f.read().replace(self._root, b"<source>")
+                    self._known[path] = hashlib.sha256(data).hexdigest()
             except OSError:
                 self._known[path] = "missing"
         return self._known[path]
@@ -96,7 +102,7 @@ def main() -> None:
         json.dump(commands, f, indent=1)
 
     deps = ninja_deps(build)
-    content = ContentHashes()
+    content = ContentHashes(source_root)
     root_prefix = str(source_root) + os.sep
 
     def name(path: str) -> str:
@@ -133,7 +139,9 @@ def main() -> None:
         if output:
             object_file = os.path.normpath(Path(entry.get("directory", build)) / output)
             headers = headers_of(object_file, pch)
-        for header in every_header if headers is None else headers:
+        # In the order of their names as hashed: sorted by absolute path, a clone under /tmp
+        # would put its .venv before /usr and one under /work after it (other keys).
+        for header in sorted(every_header if headers is None else headers, key=name):
             key.update(name(header).encode() + b"\0" + content(header).encode())
         if not (stamps / key.hexdigest()).exists():
             print(key.hexdigest(), source)

@@ -96,7 +96,8 @@ std::vector<uint8_t> serialize(const RankResult& result) {
     json["probes"] = std::move(probes);
   }
   if (result.program) {
-    json["program"] = {{"argv", result.program->argv}, {"output_tail", result.program->output_tail}};
+    json["program"] = {{"argv", result.program->argv},
+                       {"output_tail", result.program->output_tail}};
   }
   return nlohmann::json::to_msgpack(json);
 }
@@ -206,7 +207,7 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     }
     if (const auto found = json.find("program"); found != json.end()) {
       result.program = ProgramInvocation{found->at("argv").get<std::vector<std::string>>(),
-                                  found->at("output_tail").get<std::string>()};
+                                         found->at("output_tail").get<std::string>()};
     }
     return result;
   });

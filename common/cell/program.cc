@@ -9,7 +9,7 @@
 namespace scalebench {
 
 const std::vector<std::string> kProgramPlaceholders{
-    "world_size", "local_world_size", "num_nodes", "steps",  "mode",   "branch",
+    "world_size", "local_world_size", "num_nodes", "steps",      "mode",  "branch",
     "commit",     "experiment",       "cell_id",   "output_dir", "python"};
 
 namespace {

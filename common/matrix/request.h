@@ -123,7 +123,7 @@ std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
 /// experiment as a file of its own; docs/programs.md#cytodl-task-files). Returns nothing when
 /// a problem was added to `diagnostics`.
 std::optional<ProgramSpec> read_program_template(const std::string& text, const std::string& file,
-                                                Diagnostics& diagnostics);
+                                                 Diagnostics& diagnostics);
 
 /// Reads a CytoDL train or inference task CSV into a request; sets `format` to
 /// "cytodl-train-csv" or "cytodl-infer-csv". With a program template next to it

@@ -28,8 +28,11 @@ struct Provenance {
   std::vector<std::string> argv;
   std::string matrix_path;
   std::string matrix_text;
-  std::string matrix_hash;                         ///< see matrix_hash()
-  int64_t cell_count = 0;                          ///< cells of the matrix (repetitions count)
+  std::string matrix_hash;  ///< see matrix_hash()
+  int64_t cell_count = 0;   ///< cells of the matrix (repetitions count)
+  /// The matrix's warnings ("file:line:col: warning: ..."), e.g. that a CytoDL task file runs
+  /// built-in stand-ins: `info` and the report repeat them (Note [CytoDL program rows]).
+  std::vector<std::string> matrix_warnings;
   std::map<std::string, std::string> environment;  ///< allowlisted only
   std::string start_time;                          ///< ISO 8601 UTC
 };

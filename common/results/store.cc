@@ -67,6 +67,7 @@ void write_provenance(hid_t file, const Provenance& p) {
   write_string_attribute(file, "argv", json_list(p.argv));
   write_string_attribute(file, "matrix_path", p.matrix_path);
   write_string_attribute(file, "matrix_text", p.matrix_text);
+  write_string_attribute(file, "matrix_warnings", nlohmann::json(p.matrix_warnings).dump());
   write_string_attribute(file, "matrix_hash", p.matrix_hash);
   h5::write_int64_attribute(file, "cell_count", p.cell_count);
   write_string_attribute(file, "environment", nlohmann::json(p.environment).dump());

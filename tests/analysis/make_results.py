@@ -693,6 +693,10 @@ def _root_attrs(f, path):
     a["matrix_path"] = "quickstart.yaml"
     a["matrix_hash"] = "0123456789abcdef"
     a["matrix_text"] = "# synthetic matrix written by tests/analysis/make_results.py\n"
+    # Layout 1.6: the matrix's warnings, repeated by the overview (a stand-in task file).
+    a["matrix_warnings"] = json.dumps(
+        ["tasks.csv:1:1: warning: every row runs scalebench's built-in stand-in model (unet3d)"]
+    )
     a["environment"] = json.dumps({"OMP_NUM_THREADS": "1"})
     a["start_time"], a["end_time"] = "2026-01-01T00:00:00Z", "2026-01-01T00:30:00Z"
     a["run_count"] = np.int64(1)

@@ -11,6 +11,7 @@ import pytest
 import scalebench_analysis as sa
 
 import make_results
+from conftest import run_cli
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "results" / "layout_v1.txt"
 THRESHOLDS = ("min_valid_iterations", "max_valid_cv", "replica_checksum_rel_tolerance")
@@ -180,3 +181,15 @@ def test_layout_1_0_summary_without_thresholds_is_read(results_file, tmp_path):
     after = sa.analyze(str(old)).sections["cells"]
     assert list(after.trusted) == list(before.trusted)
     assert list(after.untrusted_because.fillna("")) == list(before.untrusted_because.fillna(""))
+
+
+def test_the_overview_repeats_the_matrix_warnings(results_file, synthetic):
+    """Layout 1.6: the matrix's warnings (here the stand-in warning of a CytoDL task file)
+    stand in the overview of analyze and the report, not only in the run's log."""
+    done = run_cli("analyze", results_file, check_rc=0)
+    if synthetic:
+        assert (
+            "warning  tasks.csv:1:1: warning: every row runs scalebench's built-in" in done.stdout
+        )
+    else:
+        assert "built-in stand-in" not in done.stdout  # the quickstart has no warning

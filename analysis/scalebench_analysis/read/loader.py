@@ -95,7 +95,7 @@ SUPPORTED_LAYOUT_MAJOR = 1
 VERSION_ATTRIBUTE = "scalebench_layout_version"
 
 #: Root attributes stored as JSON text.
-_JSON_ROOT_ATTRS = ("hosts", "devices", "argv", "environment")
+_JSON_ROOT_ATTRS = ("hosts", "devices", "argv", "environment", "matrix_warnings")
 
 
 @dataclass

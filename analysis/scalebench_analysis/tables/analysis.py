@@ -68,6 +68,8 @@ def overview_table(results: Results) -> pd.DataFrame:
         if meta.get(k)
     ]
     rows.append(("libraries", ", ".join(versions)))
+    # Since layout 1.6: the matrix's warnings (a CytoDL task file of built-in stand-ins).
+    rows += [("warning", str(w)) for w in meta.get("matrix_warnings") or []]
     return pd.DataFrame(rows, columns=["field", "value"])
 
 

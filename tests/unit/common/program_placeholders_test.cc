@@ -76,7 +76,8 @@ TEST(ProgramPython, TheInterpreterReplacesABarePythonAndFillsItsPlaceholder) {
   const std::string without = compute_cell_id(cell);
   cell.program.python = "/envs/mine/bin/python";
   EXPECT_NE(compute_cell_id(cell), without);
-  EXPECT_EQ(cell_spec_from_json(to_json(finalize_cell_id(cell))).program.python, cell.program.python);
+  EXPECT_EQ(cell_spec_from_json(to_json(finalize_cell_id(cell))).program.python,
+            cell.program.python);
 }
 
 TEST(ProgramPython, ARelativePathIsTheMatrixFilesAndAMissingOneIsAnErrorAtItsLine) {
@@ -92,14 +93,16 @@ TEST(ProgramPython, ARelativePathIsTheMatrixFilesAndAMissingOneIsAnErrorAtItsLin
   std::filesystem::create_directories(python.parent_path());
   std::ofstream(python) << "#!/bin/sh\n";
   std::filesystem::permissions(python, std::filesystem::perms::owner_all);
-  const auto matrix = load_matrix_text(dir.path() / "m.yaml",
-                                       head + "      python: envs/a/bin/python\n"
-                                              "      command: [python, t.py]\n");
+  const auto matrix =
+      load_matrix_text(dir.path() / "m.yaml", head +
+                                                  "      python: envs/a/bin/python\n"
+                                                  "      command: [python, t.py]\n");
   ASSERT_EQ(matrix.cells.size(), 1U);
   EXPECT_EQ(matrix.cells[0].program.python, python.string());
   try {
-    load_matrix_text(dir.path() / "m.yaml", head + "      python: /nonexistent/bin/python\n"
-                                                   "      command: [python, t.py]\n");
+    load_matrix_text(dir.path() / "m.yaml", head +
+                                                "      python: /nonexistent/bin/python\n"
+                                                "      command: [python, t.py]\n");
     FAIL() << "a missing interpreter was accepted";
   } catch (const MatrixError& e) {
     const std::string message = e.what();
@@ -144,11 +147,11 @@ TEST(CytodlProgramRows, ATemplateNextToTheTaskFileRunsTheRealScriptWithEachRowsO
   const CellSpec& main = matrix.cells[0].branch == "main" ? matrix.cells[0] : matrix.cells[1];
   const CellSpec& opt = matrix.cells[0].branch == "main" ? matrix.cells[1] : matrix.cells[0];
   EXPECT_TRUE(main.model.zoo.empty());
-  EXPECT_EQ(main.program.command,
-            (std::vector<std::string>{"python", "train.py", "experiment={experiment}",
-                                      "trainer=cpu", "trainer.max_epochs=3",
-                                      "data.batch_size={batch_size}",
-                                      "trainer.devices={local_world_size}"}));
+  EXPECT_EQ(
+      main.program.command,
+      (std::vector<std::string>{"python", "train.py", "experiment={experiment}", "trainer=cpu",
+                                "trainer.max_epochs=3", "data.batch_size={batch_size}",
+                                "trainer.devices={local_world_size}"}));
   // The overrides scalebench knows set the cell; all but scalebench.* and the layout are
   // passed on, one argv element each, braces kept literal.
   EXPECT_EQ(opt.precision, Precision::kBf16);
@@ -165,10 +168,11 @@ TEST(CytodlProgramRows, ATemplateNextToTheTaskFileRunsTheRealScriptWithEachRowsO
 
 TEST(CytodlProgramRows, WithoutATemplateEveryRowIsAStandInAndTheFileSaysSo) {
   const testing::TempDir dir;
-  const auto matrix = load_with(
-      dir, {{"t.csv", "branch,experiment,trainer,max_epochs,batch_size,overrides\n"
-                      "main,im2im/segmentation,cpu,3,4,\n"}},
-      "t.csv");
+  const auto matrix = load_with(dir,
+                                {{"t.csv",
+                                  "branch,experiment,trainer,max_epochs,batch_size,overrides\n"
+                                  "main,im2im/segmentation,cpu,3,4,\n"}},
+                                "t.csv");
   ASSERT_EQ(matrix.warnings.size(), 1U);
   EXPECT_NE(matrix.warnings[0].find("built-in stand-in model (unet3d)"), std::string::npos);
   EXPECT_NE(matrix.warnings[0].find("t.program.yaml"), std::string::npos) << matrix.warnings[0];
