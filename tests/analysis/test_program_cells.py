@@ -87,12 +87,16 @@ def test_the_steps_add_up_to_the_scripts_own_clock_within_2_percent(cells):
 
 def test_the_branches_differ_as_their_code_does(cells):
     """main normalises sample by sample in Python, batched-transform the whole batch: the
-    data phase is many times slower on main, and so is the step; the model phases agree."""
+    data phase, where their code differs, is many times slower on main at both world sizes,
+    and so is the step at world size 1. (At world size 2 the step is not compared: two
+    programs, two worker ranks and the orchestrator share this runner's two cores, and the
+    gloo allreduce's waits there vary by more than the data phase's 1-2 ms.)"""
     for world in (1, 2):
         main, batched = cells[("main", world)], cells[("batched-transform", world)]
         data_ratio = np.median(measured(main, "data")) / np.median(measured(batched, "data"))
-        assert data_ratio > 4, data_ratio
-        assert np.median(measured(main, "step")) > np.median(measured(batched, "step"))
+        assert data_ratio > 4, (world, data_ratio)
+    main, batched = cells[("main", 1)], cells[("batched-transform", 1)]
+    assert np.median(measured(main, "step")) > np.median(measured(batched, "step"))
 
 
 def test_each_ranks_output_tail_is_stored(cells):
