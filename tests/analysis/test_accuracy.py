@@ -163,6 +163,7 @@ def test_layout_1_2_file_without_accuracy_loads_as_before(plain_file, accuracy_f
         "batch",
         *study,
         "stragglers",
+        "startup",  # the start-up figures every file with model_init_s has (startup.py)
     ]
     assert set(analysis.sections["cells"]["accuracy"]) == {"not checked"}
     table = sa.regression_table(plain, plain, sa.GateOptions())
