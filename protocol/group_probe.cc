@@ -1,5 +1,6 @@
 #include "protocol/group_probe.h"
 
+#include <algorithm>
 #include <array>
 
 #include "protocol/mpi_check.h"
@@ -38,6 +39,47 @@ GroupOutcome reduce_probe(const LocalProbe& local, int64_t batch, int world, MPI
   out.probe.throughput =
       fits && out.probe.median_s > 0 ? static_cast<double>(batch) * world / out.probe.median_s : 0;
   return out;
+}
+
+CellSpec probe_cell(const CellSpec& cell, int64_t batch, int64_t iterations) {
+  CellSpec probe = cell;
+  probe.batch_size = batch;
+  probe.warmup_iterations = iterations > 0 ? 1 : 0;
+  probe.measured_iterations = static_cast<int>(std::max<int64_t>(iterations, 1));
+  probe.samples = 0;
+  probe.validate = false;
+  return probe;
+}
+
+GroupChoice choose_batch(const std::vector<BatchProbe>& probes, const CellSpec& cell,
+                         double budget_bytes, MPI_Comm group) {
+  GroupChoice choice;
+  MPI_CHECK(MPI_Allreduce(&budget_bytes, &choice.budget_bytes, 1, MPI_DOUBLE, MPI_MIN, group));
+  choice.figures = batch_figures(probes, {.safety_margin = cell.safety_margin,
+                                          .latency_slo_s = cell.latency_slo_ms / 1000.0,
+                                          .memory_budget_bytes = choice.budget_bytes});
+  return choice;
+}
+
+std::string probe_failed_reason(int64_t batch, const std::string& detail) {
+  return "the probe of batch " + std::to_string(batch) + " failed on a rank" +
+         (detail.empty() ? "" : ": " + detail);
+}
+
+std::string search_timeout_reason(int64_t batch, size_t probes_done) {
+  return "timeout_s passed during the batch search, in the probe of batch " +
+         std::to_string(batch) + " (" + std::to_string(probes_done) +
+         " probes done); raise timeout_s or lower max_batch";
+}
+
+std::string nothing_fits_reason(const CellSpec& cell, const BatchProbe& first,
+                                double budget_bytes) {
+  const auto mib = [](double bytes) {
+    return std::to_string(static_cast<int64_t>(bytes / (1 << 20)));
+  };
+  return "batch_size auto: not even min_batch " + std::to_string(cell.min_batch) + " fits (" +
+         to_string(first.status) + ", peak " + mib(first.peak_memory_bytes) + " MiB, budget " +
+         mib(budget_bytes) + " MiB); lower min_batch or raise memory_limit_mb";
 }
 
 }  // namespace scalebench

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/cell/batch_search.h"
+#include "common/cell/cell_spec.h"
 
 namespace scalebench {
 
@@ -35,5 +36,27 @@ struct GroupOutcome {
 
 /// Collective over `group`: every rank calls it once per probe with its own view.
 GroupOutcome reduce_probe(const LocalProbe& local, int64_t batch, int world, MPI_Comm group);
+
+/// The cell a probe runs: batch `batch`, one warm-up and `iterations` measured (0: one step,
+/// no warm-up), no validation; inference sizes its dataset from the batch (samples 0).
+CellSpec probe_cell(const CellSpec& cell, int64_t batch, int64_t iterations);
+
+/// The search's choice once its probes are done: the figures of Note [Batch search] judged by
+/// the group's smallest budget (the one every rank's recommended batch must respect), and
+/// that budget. Collective over `group`.
+struct GroupChoice {
+  BatchFigures figures;
+  double budget_bytes = 0;
+};
+GroupChoice choose_batch(const std::vector<BatchProbe>& probes, const CellSpec& cell,
+                         double budget_bytes, MPI_Comm group);
+
+/// Why a search ended early: a probe failed on a rank for a reason other than memory
+/// (`detail`: that rank's reason, "" when another rank failed), timeout_s passed in the
+/// probe of `batch` after `probes_done` probes, or not even min_batch fit (`first`: the first
+/// probe, `budget_bytes`: GroupChoice's).
+std::string probe_failed_reason(int64_t batch, const std::string& detail);
+std::string search_timeout_reason(int64_t batch, size_t probes_done);
+std::string nothing_fits_reason(const CellSpec& cell, const BatchProbe& first, double budget_bytes);
 
 }  // namespace scalebench

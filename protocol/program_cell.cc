@@ -222,7 +222,6 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   values["local_world_size"] = std::to_string(layout.local_world);
   values["num_nodes"] = std::to_string(layout.nodes);
   options.argv = program_argv(cell.program, values);
-  values["python"] = program_interpreter(cell.program);
   auto set = [&](const std::string& name, const std::string& value) {
     options.set_environment.emplace_back(name, value);
   };
@@ -516,8 +515,7 @@ double program_budget_bytes(const CellSpec& cell, const std::string& device,
                             const WorkerContext& context) {
   if (cell.memory_limit_mb > 0) return cell.memory_limit_mb * kMiB;
   if (cell.batch_size != kBatchAuto || device != "cpu") return 0;
-  const auto available = mem_available_bytes();
-  return available ? static_cast<double>(*available) / std::max(1, context.local_workers) : 0;
+  return available_memory_share_bytes(context.local_workers);
 }
 
 /// A probe's view on this rank (Note [Group probes]): its status and measured step times.
@@ -573,9 +571,7 @@ int64_t search_program_batch(const Assignment& assignment, const TorchrunLayout&
   BatchSearch search(cell.min_batch, cell.max_batch);
   while (const auto next = search.next()) {
     Assignment probe = assignment;
-    probe.cell.batch_size = *next;
-    probe.cell.warmup_iterations = 1;
-    probe.cell.measured_iterations = static_cast<int>(std::max<int64_t>(cell.probe_iterations, 1));
+    probe.cell = probe_cell(cell, *next, cell.probe_iterations);
     const double left =
         std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     const Attempt attempt =
@@ -583,16 +579,10 @@ int64_t search_program_batch(const Assignment& assignment, const TorchrunLayout&
     const GroupOutcome reduced =
         reduce_probe(local_probe(attempt, probe.cell), *next, layout.world, group);
     if (reduced.failed) {
-      return fail(CellStatus::kFailed,
-                  "batch_size auto: the probe of batch " + std::to_string(*next) +
-                      " failed on a rank" +
-                      (attempt.local.reason.empty() ? "" : ": " + attempt.local.reason));
+      return fail(CellStatus::kFailed, probe_failed_reason(*next, attempt.local.reason));
     }
     if (reduced.timed_out) {
-      return fail(CellStatus::kTimeout,
-                  "timeout_s passed during the batch search, in the probe of batch " +
-                      std::to_string(*next) + " (" + std::to_string(result.probes.size()) +
-                      " probes done); raise timeout_s or lower max_batch");
+      return fail(CellStatus::kTimeout, search_timeout_reason(*next, result.probes.size()));
     }
     result.probes.push_back(reduced.probe);
     search.record(reduced.probe.status == ProbeStatus::kOk);
@@ -601,21 +591,12 @@ int64_t search_program_batch(const Assignment& assignment, const TorchrunLayout&
                  << reduced.probe.peak_memory_bytes / kMiB << " MiB";
   }
   record_search();
-  double group_budget = budget_bytes;  // the smallest of the group binds every rank
-  MPI_CHECK(MPI_Allreduce(&budget_bytes, &group_budget, 1, MPI_DOUBLE, MPI_MIN, group));
-  const BatchFigures figures =
-      batch_figures(result.probes, {.safety_margin = cell.safety_margin,
-                                    .latency_slo_s = cell.latency_slo_ms / 1000.0,
-                                    .memory_budget_bytes = group_budget});
-  if (figures.max_batch_ok == 0) {
+  const GroupChoice choice = choose_batch(result.probes, cell, budget_bytes, group);
+  if (choice.figures.max_batch_ok == 0) {
     return fail(CellStatus::kOom,
-                "batch_size auto: not even min_batch " + std::to_string(cell.min_batch) +
-                    " fits (" + to_string(result.probes.front().status) + ", peak " +
-                    std::to_string(std::lround(result.probes.front().peak_memory_bytes / kMiB)) +
-                    " MiB, budget " + std::to_string(std::lround(group_budget / kMiB)) +
-                    " MiB); lower min_batch or raise memory_limit_mb");
+                nothing_fits_reason(cell, result.probes.front(), choice.budget_bytes));
   }
-  return figures.recommended_batch;
+  return choice.figures.recommended_batch;
 }
 
 }  // namespace

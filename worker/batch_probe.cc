@@ -38,15 +38,10 @@ std::unique_ptr<Workload> make_workload(const Assignment& assignment, const torc
                                               : make_infer_workload(assignment, device, group);
 }
 
-/// The probe's assignment: batch `batch`, one warm-up, probe_iterations measured, no
-/// validation; inference sizes its dataset from the batch (samples 0).
+/// The probe's assignment: the assignment with its cell's probe_cell.
 Assignment probe_assignment(const Assignment& assignment, int64_t batch, int64_t iterations) {
   Assignment probe = assignment;
-  probe.cell.batch_size = batch;
-  probe.cell.warmup_iterations = iterations > 0 ? 1 : 0;
-  probe.cell.measured_iterations = static_cast<int>(std::max<int64_t>(iterations, 1));
-  probe.cell.samples = 0;
-  probe.cell.validate = false;
+  probe.cell = probe_cell(assignment.cell, batch, iterations);
   return probe;
 }
 
@@ -147,9 +142,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       const GroupOutcome lone = reduce_probe(alone, batch, world, group);
       if (lone.failed || lone.probe.status != ProbeStatus::kOk) {
         if (lone.failed) {
-          throw CellError(FailurePhase::kBatchSearch,
-                          "the probe of batch " + std::to_string(batch) + " failed on a rank" +
-                              (alone.failure.empty() ? "" : ": " + alone.failure));
+          throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, alone.failure));
         }
         BatchProbe failed = lone.probe;
         failed.median_s = 0;
@@ -173,15 +166,11 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
     });
     const GroupOutcome reduced = reduce_probe(local, batch, world, group);
     if (reduced.failed) {
-      throw CellError(FailurePhase::kBatchSearch,
-                      "the probe of batch " + std::to_string(batch) + " failed on a rank" +
-                          (local.failure.empty() ? "" : ": " + local.failure));
+      throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, local.failure));
     }
     if (reduced.timed_out) {
       throw CellError(FailurePhase::kBatchSearch,
-                      "timeout_s passed during the batch search, in the probe of batch " +
-                          std::to_string(batch) + " (" + std::to_string(outcome.probes.size()) +
-                          " probes done); raise timeout_s or lower max_batch");
+                      search_timeout_reason(batch, outcome.probes.size()));
     }
     outcome.probes.push_back(reduced.probe);
     search.record(reduced.probe.status == ProbeStatus::kOk);
@@ -191,25 +180,12 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
   }
 
   outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
-  BatchChoiceSettings choice;
-  choice.safety_margin = cell.safety_margin;
-  choice.latency_slo_s = cell.latency_slo_ms / 1000.0;
-  // The group's smallest budget: the one every rank's recommended batch must respect.
-  double budget = outcome.budget_bytes;
-  MPI_CHECK(MPI_Allreduce(&outcome.budget_bytes, &budget, 1, MPI_DOUBLE, MPI_MIN, group));
-  choice.memory_budget_bytes = budget;
-  const BatchFigures figures = batch_figures(outcome.probes, choice);
-  if (figures.max_batch_ok == 0) {
-    throw OutOfMemoryError(
-        FailurePhase::kBatchSearch,
-        "batch_size auto: not even min_batch " + std::to_string(cell.min_batch) + " fits (" +
-            to_string(outcome.probes.front().status) + ", peak " +
-            std::to_string(
-                static_cast<int64_t>(outcome.probes.front().peak_memory_bytes / (1 << 20))) +
-            " MiB, budget " + std::to_string(static_cast<int64_t>(budget / (1 << 20))) +
-            " MiB); lower min_batch or raise memory_limit_mb");
+  const GroupChoice choice = choose_batch(outcome.probes, cell, outcome.budget_bytes, group);
+  if (choice.figures.max_batch_ok == 0) {
+    throw OutOfMemoryError(FailurePhase::kBatchSearch,
+                           nothing_fits_reason(cell, outcome.probes.front(), choice.budget_bytes));
   }
-  outcome.chosen_batch = figures.recommended_batch;
+  outcome.chosen_batch = choice.figures.recommended_batch;
 }
 
 }  // namespace scalebench

@@ -72,8 +72,7 @@ double memory_budget_bytes(double memory_limit_mb, const torch::Device& device, 
 #else
   (void)device;
 #endif
-  const auto available = mem_available_bytes();
-  return available ? static_cast<double>(*available) / std::max(1, node_workers) : 0;
+  return available_memory_share_bytes(node_workers);
 }
 
 double budgeted_peak_bytes(const std::map<std::string, double>& metrics,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +52,11 @@ std::optional<int64_t> mem_available_bytes() {
   std::ostringstream text;
   text << in.rdbuf();
   return parse_mem_available_bytes(text.str());
+}
+
+double available_memory_share_bytes(int workers) {
+  const auto available = mem_available_bytes();
+  return available ? static_cast<double>(*available) / std::max(1, workers) : 0;
 }
 
 std::optional<ProcStat> parse_proc_stat(std::string_view stat_text) {

@@ -18,6 +18,10 @@ std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text);
 /// This node's MemAvailable in bytes; nullopt when /proc/meminfo cannot be read.
 std::optional<int64_t> mem_available_bytes();
 
+/// One worker's share of MemAvailable when `workers` (at least 1) share the node: the default
+/// memory budget of batch_size auto on CPU; 0 when MemAvailable cannot be read.
+double available_memory_share_bytes(int workers);
+
 /// The process group and resident set (pages) of a /proc/<pid>/stat text; nullopt when it
 /// is not one (the command name, in parentheses, may hold spaces and parentheses).
 struct ProcStat {

@@ -86,7 +86,7 @@ std::map<std::string, std::string> placeholder_values(const CellSpec& cell,
   // A single-node layout until the worker knows where the group's ranks are (it replaces
   // these two with the real ones when it launches the program).
   values["local_world_size"] = std::to_string(cell.world_size);
-  values["num_nodes"] = "1";
+  values["num_nodes"] = std::to_string(1);  // not a literal: GCC 12's -Wrestrict false positive
   values["steps"] = std::to_string(cell.warmup_iterations + cell.measured_iterations);
   values["mode"] = to_string(cell.mode);
   values["branch"] = cell.branch;
@@ -95,7 +95,7 @@ std::map<std::string, std::string> placeholder_values(const CellSpec& cell,
   values["cell_id"] = cell.cell_id;
   values["output_dir"] = output_dir;
   values["device"] = device;
-  values["python"] = cell.program.python.empty() ? "python3" : cell.program.python;
+  values["python"] = program_interpreter(cell.program);
   return values;
 }
 
@@ -137,7 +137,8 @@ std::string substitute_known_placeholders(const std::string& text,
 }
 
 std::string program_interpreter(const ProgramSpec& program) {
-  return program.python.empty() ? "python3" : program.python;
+  if (program.python.empty()) return "python3";
+  return program.python;
 }
 
 std::vector<std::string> program_argv(const ProgramSpec& program,

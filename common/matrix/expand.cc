@@ -233,8 +233,9 @@ class ExperimentResolver {
         error(where, e.what());
       }
     }
-    // An absolute interpreter is checked here; a relative one lives in each branch's tree
-    // (the worker reports it missing when it starts the program).
+    // An absolute interpreter is checked here (the reader made a relative path absolute
+    // from the matrix file's folder); a bare name is looked up on PATH when the program
+    // starts, and the worker reports it missing then.
     const std::string& python = cell.program.python;
     if (!python.empty() && std::filesystem::path(python).is_absolute() &&
         ::access(python.c_str(), X_OK) != 0) {

@@ -212,7 +212,6 @@ void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader
   }
 }
 
-/// Reads the keys present in `node` into `experiment`; absent keys leave it unchanged.
 /// `program:` (docs/programs.md): command, env and python, schema-checked before.
 ProgramSpec read_program(const YAML::Node& program, const std::string& at, Reader& reader) {
   ProgramSpec spec;
@@ -240,6 +239,7 @@ ProgramSpec read_program(const YAML::Node& program, const std::string& at, Reade
   return spec;
 }
 
+/// Reads the keys present in `node` into `experiment`; absent keys leave it unchanged.
 void read_experiment_keys(const YAML::Node& node, const std::string& path, Reader& reader,
                           Diagnostics& diagnostics, ExperimentRequest& experiment) {
   for (const auto& entry : node) experiment.written_keys.insert(entry.first.Scalar());

@@ -44,11 +44,12 @@ def _first_iteration(results: Results, cell_id: str, mode: str) -> float:
 def startup_table(results: Results) -> pd.DataFrame:
     """One row per ok cell with at least one start-up figure (see the module's doc)."""
     ranks = results.rank_metrics
+    by_cell = dict(tuple(ranks.groupby("cell_id"))) if len(ranks) else {}
     rows = []
     for cell in results.cells.itertuples():
         if cell.status != "ok":
             continue
-        mine = ranks[ranks.cell_id == cell.cell_id] if len(ranks) else ranks
+        mine = by_cell.get(cell.cell_id, ranks.iloc[0:0])
         row = {"label": cell.label, "cell_id": cell.cell_id, "model": getattr(cell, "model", "")}
         for column, metric in _METRICS.items():
             values = mine[metric].dropna() if metric in mine else pd.Series(dtype=float)
