@@ -10,6 +10,7 @@
 #include "common/results/reader.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
+#include "orchestrator/cross_cell_accuracy.h"
 #include "orchestrator/group_commit_sink.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/prepare_steps.h"
@@ -121,6 +122,8 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
     }
     shutdown_workers(world_size());
     sink.close();  // every record committed; from here rank 0 uses the store directly
+    // Note [Accuracy across cells]: every validating program cell whose baseline is stored.
+    compare_across_cells(matrix.cells(), matrix.matrix().baseline, *prepared.store);
     // The cells are final: one read serves the series and the table, and the run's last
     // records are one update (each update copies the whole file, Note [Results durability]).
     const auto overview = read_results_overview(options.output_path);

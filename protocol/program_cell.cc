@@ -12,6 +12,7 @@
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -73,6 +74,8 @@ namespace scalebench {
 
 namespace {
 
+/// The float32 file of handed outputs, in the rank's output folder (SCALEBENCH_OUTPUTS_FILE).
+constexpr const char* kOutputsFile = "validation_outputs.f32";
 constexpr std::size_t kTailLines = 40;
 constexpr std::size_t kTailBytes = 4096;
 constexpr double kMiB = 1024.0 * 1024.0;
@@ -247,6 +250,12 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   set("SCALEBENCH_PRECISION", to_string(cell.precision));
   set("SCALEBENCH_DEVICE", device);
   set("SCALEBENCH_MODE", to_string(cell.mode));
+  if (cell.validate) {  // Note [Accuracy across cells]: this rank's share of the samples
+    const int64_t share = cell.validation_samples / layout.world +
+                          (layout.rank < cell.validation_samples % layout.world ? 1 : 0);
+    set("SCALEBENCH_OUTPUTS_FILE", (output_dir / kOutputsFile).string());
+    set("SCALEBENCH_VALIDATION_SAMPLES", std::to_string(share));
+  }
   if (budget_bytes > 0) {
     set("SCALEBENCH_MEMORY_BUDGET_BYTES", std::to_string(static_cast<int64_t>(budget_bytes)));
   }
@@ -265,6 +274,36 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   }
   options.working_dir = std::filesystem::path(assignment.tree);
   return options;
+}
+
+/// The outputs the program handed (Note [Accuracy across cells]): the float32 file the client
+/// wrote, whose size the `outputs` records announced. nullopt when it handed none. Throws
+/// CellError (validation) for a file that does not hold what the records say.
+std::optional<OutputArray> handed_outputs(const ProgramReport& report,
+                                          const std::filesystem::path& file) {
+  if (report.output_samples == 0) return std::nullopt;
+  OutputArray outputs;
+  outputs.shape.push_back(report.output_samples);
+  outputs.shape.insert(outputs.shape.end(), report.output_sample_shape.begin(),
+                       report.output_sample_shape.end());
+  const auto expected = static_cast<uintmax_t>(outputs.element_count()) * sizeof(float);
+  std::error_code error;
+  const auto size = std::filesystem::file_size(file, error);
+  if (error || size != expected) {
+    throw CellError(FailurePhase::kValidation,
+                    "the program's outputs file " + file.string() + " holds " +
+                        (error ? std::string("nothing") : std::to_string(size) + " bytes") +
+                        " but its outputs records announce " + shape_text(outputs.shape) +
+                        " float32 values (" + std::to_string(expected) + " bytes)");
+  }
+  outputs.values.resize(static_cast<size_t>(outputs.element_count()));
+  std::ifstream in(file, std::ios::binary);
+  in.read(reinterpret_cast<char*>(outputs.values.data()), static_cast<std::streamsize>(expected));
+  if (!in) {
+    throw CellError(FailurePhase::kValidation,
+                    "could not read the program's outputs file " + file.string());
+  }
+  return outputs;
 }
 
 /// One run of the program and what it reported.
@@ -638,6 +677,13 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
       std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
   const Attempt attempt =
       attempt_program(timed, layout, context, device, output_dir, budget_bytes, left, group);
+  std::optional<OutputArray> outputs;
+  std::optional<CellError> outputs_error;
+  try {
+    outputs = handed_outputs(attempt.run.report, output_dir / kOutputsFile);
+  } catch (const CellError& e) {
+    outputs_error = e;
+  }
   std::error_code ignored;
   std::filesystem::remove_all(cell_dir, ignored);
 
@@ -651,11 +697,13 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
   result.status = attempt.local.status;
   result.failed_phase = attempt.local.phase;
   result.reason = attempt.local.reason;
-  if (timed.cell.validate) {  // Note [Requested vs effective]
-    result.effective["validate"] = "false";
-    result.ineffective_reasons.push_back(
-        "validate: a program cell's outputs are not compared with a reference yet "
-        "(docs/programs.md#not-yet); its own metrics are stored");
+  if (timed.cell.validate) {  // Note [Accuracy across cells]: rank 0 compares once stored
+    result.validation_outputs = std::move(outputs);
+    if (outputs_error && result.status == CellStatus::kOk) {
+      result.status = CellStatus::kFailed;
+      result.failed_phase = outputs_error->phase();
+      result.reason = outputs_error->what();
+    }
   }
   if (run.report.steps.empty() && attempt.local.status == CellStatus::kOk) {
     result.ineffective_reasons.push_back(

@@ -107,6 +107,24 @@ void apply_record(ProgramReport& report, const std::string& line) {
     const std::string kind = record.value("kind", std::string("error"));
     report.error_kind = kind == "oom" ? "oom" : "error";
     report.error_message = record.value("message", std::string());
+  } else if (type == "outputs") {  // Note [Accuracy across cells]
+    const auto samples = record.find("samples");
+    const auto shape = record.find("shape");
+    if (samples == record.end() || !samples->is_number_integer() || samples->get<int64_t>() < 0) {
+      refuse(line, "no sample count 'samples'");
+    }
+    if (shape == record.end() || !shape->is_array() ||
+        !std::all_of(shape->begin(), shape->end(), [](const nlohmann::json& d) {
+          return d.is_number_integer() && d.get<int64_t>() > 0;
+        })) {
+      refuse(line, "'shape' is not a list of positive sizes");
+    }
+    const auto sample_shape = shape->get<std::vector<int64_t>>();
+    if (report.output_samples > 0 && sample_shape != report.output_sample_shape) {
+      refuse(line, "outputs of another sample shape than the earlier ones");
+    }
+    report.output_sample_shape = sample_shape;
+    report.output_samples += samples->get<int64_t>();
   } else if (type == "summary") {
     report.summary = true;
   } else {

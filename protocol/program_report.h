@@ -4,8 +4,8 @@
 // Note [Program report channel]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // One JSON object per line (at most kMaxRecordBytes), each with "v" (kRecordVersion) and
-// "type": hello | step | metric | memory | error | summary. Times are CLOCK_MONOTONIC integer
-// nanoseconds (Python's time.monotonic_ns(), the worker's steady_clock), so the worker puts
+// "type": hello | step | metric | memory | outputs | error | summary. Times are CLOCK_MONOTONIC
+// integer nanoseconds (Python's time.monotonic_ns(), the worker's steady_clock), so the worker puts
 // them on the group's shared clock without any exchange. A line that is not such a record fails the
 // cell with the line quoted: the channel is the program's private, framed report, never a scrape of
 // its stdout.
@@ -48,6 +48,10 @@ struct ProgramReport {
   int hello_world_size = -1;
   std::vector<ProgramStep> steps;
   std::map<std::string, double> metrics;  ///< last value of each
+  /// Note [Accuracy across cells]: samples of outputs the program wrote to its outputs file
+  /// (SCALEBENCH_OUTPUTS_FILE, float32) and the shape of one sample.
+  int64_t output_samples = 0;
+  std::vector<int64_t> output_sample_shape;
   double peak_memory_bytes = -1.0;
   std::string memory_kind;                ///< "cuda" or "rss"
   std::optional<std::string> error_kind;  ///< "oom" or "error"

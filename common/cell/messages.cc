@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
 
 #include "common/base/error.h"
@@ -98,6 +99,13 @@ std::vector<uint8_t> serialize(const RankResult& result) {
   if (result.program) {
     json["program"] = {{"argv", result.program->argv},
                        {"output_tail", result.program->output_tail}};
+  }
+  if (result.validation_outputs) {  // float32 bytes as a msgpack bin, not numbers in text
+    const auto& values = result.validation_outputs->values;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+    json["validation_outputs"] = {{"shape", result.validation_outputs->shape},
+                                  {"float32", nlohmann::json::binary(std::vector<uint8_t>(
+                                                  bytes, bytes + values.size() * sizeof(float)))}};
   }
   return nlohmann::json::to_msgpack(json);
 }
@@ -208,6 +216,19 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     if (const auto found = json.find("program"); found != json.end()) {
       result.program = ProgramInvocation{found->at("argv").get<std::vector<std::string>>(),
                                          found->at("output_tail").get<std::string>()};
+    }
+    if (const auto found = json.find("validation_outputs"); found != json.end()) {
+      OutputArray outputs;
+      outputs.shape = found->at("shape").get<std::vector<int64_t>>();
+      const auto& bytes = found->at("float32").get_binary();
+      if (bytes.size() != static_cast<size_t>(outputs.element_count()) * sizeof(float)) {
+        throw InputError("malformed result message: validation outputs of shape " +
+                         shape_text(outputs.shape) + " hold " + std::to_string(bytes.size()) +
+                         " bytes");
+      }
+      outputs.values.resize(bytes.size() / sizeof(float));
+      std::memcpy(outputs.values.data(), bytes.data(), bytes.size());
+      result.validation_outputs = std::move(outputs);
     }
     return result;
   });

@@ -16,6 +16,7 @@
 #include "common/cell/batch_search.h"
 #include "common/cell/cell_outcome.h"
 #include "common/cell/cell_spec.h"
+#include "common/cell/output_comparison.h"
 
 namespace scalebench {
 
@@ -131,6 +132,9 @@ struct RankResult {
   /// Note [Program cells]: a program cell's command as this rank ran it and the tail of its
   /// output; unset for other cells.
   std::optional<ProgramInvocation> program;
+  /// Note [Accuracy across cells]: the outputs a program cell with `validate: true` handed
+  /// (its share of the first validation_samples); unset for other cells.
+  std::optional<OutputArray> validation_outputs;
   bool operator==(const RankResult&) const = default;
 
   /// Number of rows of `timings_s`.

@@ -214,6 +214,39 @@ Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
   return dataset;
 }
 
+Hdf5Handle write_float_dataset(hid_t location, const std::string& name,
+                               const std::vector<hsize_t>& dims, const std::vector<float>& values) {
+  const hsize_t total = std::accumulate(dims.begin(), dims.end(), hsize_t{1}, std::multiplies<>());
+  if (total != values.size()) {
+    throw Hdf5Error(format_library_error("HDF5", __FILE__, __LINE__, "dataset '" + name + "'",
+                                         "value count does not match the shape"));
+  }
+  const Hdf5Handle space = own_dataspace(
+      HDF5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
+  const Hdf5Handle create = own_plist(HDF5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  if (total > 0 && !dims.empty()) {
+    HDF5_CHECK(H5Pset_chunk(create, static_cast<int>(dims.size()), dims.data()));
+    HDF5_CHECK(H5Pset_shuffle(create));
+    HDF5_CHECK(H5Pset_deflate(create, 4));
+  }
+  Hdf5Handle dataset = own_dataset(HDF5_CHECK(
+      H5Dcreate2(location, name.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, create, H5P_DEFAULT)));
+  if (total > 0) {
+    HDF5_CHECK(H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  }
+  return dataset;
+}
+
+std::vector<float> read_float_dataset(hid_t location, const std::string& name) {
+  const Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dopen2(location, name.c_str(), H5P_DEFAULT)));
+  const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Dget_space(dataset)));
+  std::vector<float> values(element_count(space));
+  if (!values.empty()) {
+    HDF5_CHECK(H5Dread(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  }
+  return values;
+}
+
 Hdf5Handle write_string_dataset(hid_t location, const std::string& name,
                                 const std::vector<std::string>& values) {
   const hsize_t dims[1] = {values.size()};

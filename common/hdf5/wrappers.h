@@ -59,6 +59,12 @@ std::vector<std::string> link_names(hid_t group);
 Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
                                 const std::vector<hsize_t>& dims, const std::vector<double>& values,
                                 const std::vector<hsize_t>& chunk = {}, int gzip_level = 0);
+/// Creates dataset `name` of float32 with shape `dims` from row-major `values`, gzip-compressed
+/// in one chunk (arrays of model outputs compress well and are read whole).
+Hdf5Handle write_float_dataset(hid_t location, const std::string& name,
+                               const std::vector<hsize_t>& dims, const std::vector<float>& values);
+/// All values of a numeric dataset as float32, row-major.
+std::vector<float> read_float_dataset(hid_t location, const std::string& name);
 /// Creates a 1-D dataset of variable-length UTF-8 strings.
 Hdf5Handle write_string_dataset(hid_t location, const std::string& name,
                                 const std::vector<std::string>& values);

@@ -88,6 +88,7 @@ ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::st
   matrix.repo = request.repo;
   matrix.branches = request.branches;
   matrix.scheduling = request.scheduling;
+  matrix.baseline = request.baseline;
   matrix.prepare.argv = request.prepare_argv.value.value_or(std::vector<std::string>{});
   matrix.prepare.timeout_s = request.prepare_timeout_s.value.value_or(matrix.prepare.timeout_s);
   for (const auto& experiment : request.experiments) {

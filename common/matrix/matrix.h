@@ -30,6 +30,14 @@ struct PrepareSpec {
   bool operator==(const PrepareSpec&) const = default;
 };
 
+/// `baseline:` (Note [Accuracy across cells] in common/cell/output_comparison.h): the cell
+/// a validating program cell is compared with.
+struct BaselineSpec {
+  std::string branch;                ///< "" = `reference`: same branch, fp32, switches off
+  std::vector<std::string> metrics;  ///< scalebench_client.metric names compared
+  bool operator==(const BaselineSpec&) const = default;
+};
+
 struct MatrixRequest;
 
 /// A loaded, expanded matrix.
@@ -42,6 +50,7 @@ struct ExpandedMatrix {
   std::vector<std::string> branches;  ///< as written; empty when no repo
   std::string scheduling;             ///< "exclusive" (default) or "packed"
   PrepareSpec prepare;                ///< top-level `prepare` / `prepare_timeout_s`
+  BaselineSpec baseline;              ///< top-level `baseline`
   /// Experiments whose own `prepare` or `prepare_timeout_s` replaces the top-level one.
   std::map<std::string, PrepareSpec> experiment_prepare;
   /// Finalized (cell_id set); `source` = "file:line". From load_matrix alone the commits

@@ -89,6 +89,7 @@ struct MatrixRequest {
   std::string repo;
   std::vector<std::string> branches;
   std::string scheduling = "exclusive";
+  BaselineSpec baseline;                           ///< `baseline:`
   Setting<std::vector<std::string>> prepare_argv;  ///< top-level `prepare`
   Setting<double> prepare_timeout_s;
   SettingsRequest defaults;  ///< `defaults` and `sweep`

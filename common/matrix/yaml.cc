@@ -381,6 +381,42 @@ void check_needs_branches(const MatrixRequest& request, Diagnostics& diagnostics
   }
 }
 
+/// `baseline: reference`, or `baseline: {branch: <one of branches>, metrics: [name, ...]}`
+/// (either key may be left out; no branch = reference). Note [Accuracy across cells].
+void read_baseline(const YAML::Node& root, Reader& reader, MatrixRequest& request,
+                   Diagnostics& diagnostics) {
+  const YAML::Node node = root["baseline"];
+  if (!node) return;
+  if (node.IsScalar()) {
+    if (node.Scalar() != "reference") {
+      diagnostics.error(reader.where(node, "baseline"),
+                        "baseline '" + node.Scalar() +
+                            "' is not `reference`; write baseline: {branch: " + node.Scalar() +
+                            "} to compare with the cells of a branch, or baseline: "
+                            "reference for the same branch in fp32 without switches");
+    }
+    return;
+  }
+  if (const auto branch = node["branch"]) {
+    request.baseline.branch =
+        reader.scalar<std::string>(branch, "baseline.branch", "a branch").value_or("");
+    if (std::find(request.branches.begin(), request.branches.end(), request.baseline.branch) ==
+        request.branches.end()) {
+      std::string known;
+      for (const auto& name : request.branches) known += (known.empty() ? "" : ", ") + name;
+      diagnostics.error(reader.where(branch, "baseline.branch"),
+                        "baseline branch '" + request.baseline.branch +
+                            "' is not one of the matrix's branches (" +
+                            (known.empty() ? "none: add repo and branches" : known) +
+                            "); name one of them, or write baseline: reference");
+    }
+  }
+  if (const auto metrics = node["metrics"]) {
+    request.baseline.metrics = reader.list<std::string>(metrics, "baseline.metrics", "metric names")
+                                   .value_or(std::vector<std::string>{});
+  }
+}
+
 void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& request,
                     Diagnostics& diagnostics) {
   if (root["name"])
@@ -409,6 +445,7 @@ void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& reque
                       "repo without branches; add branches: [<ref>, ...]");
   }
   read_prepare(root, "", reader, request.prepare_argv, request.prepare_timeout_s);
+  read_baseline(root, reader, request, diagnostics);
   if (root["defaults"]) reader.settings(root["defaults"], "defaults", request.defaults, false);
   if (root["sweep"]) {
     SettingsRequest sweep;

@@ -189,9 +189,9 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 }
 
 void drop_results(hid_t cell_group) {
-  for (const char* name :
-       {"timings", "phase_starts", "bucket_times", "rank_metrics", "rank_hosts", "rank_devices",
-        "summary", "accuracy", "probes", "probe_times", "program_argv", "program_output"}) {
+  for (const char* name : {"timings", "phase_starts", "bucket_times", "rank_metrics", "rank_hosts",
+                           "rank_devices", "summary", "accuracy", "probes", "probe_times",
+                           "program_argv", "program_output", kValidationOutputs}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {
@@ -267,13 +267,18 @@ void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks) {
 void write_accuracy(hid_t cell_group, const std::vector<RankResult>& ranks) {
   const auto with = std::find_if(ranks.begin(), ranks.end(),
                                  [](const RankResult& rank) { return rank.accuracy.has_value(); });
-  if (with == ranks.end()) return;
-  const AccuracyReport& report = *with->accuracy;
+  if (with != ranks.end()) write_accuracy_report(cell_group, *with->accuracy);
+}
+
+void write_accuracy_report(hid_t cell_group, const AccuracyReport& report,
+                           const std::string& reference_cell) {
+  h5::delete_link_if_present(cell_group, "accuracy");
   const Hdf5Handle group = h5::create_group(cell_group, "accuracy");
   h5::write_string_attribute(group, "verdict", report.verdict);
   h5::write_string_attribute(group, "failed_checks", nlohmann::json(report.failed_checks).dump());
   h5::write_string_attribute(group, "kind", report.kind);
   h5::write_string_attribute(group, "reference", report.reference);
+  if (!reference_cell.empty()) h5::write_string_attribute(group, "reference_cell", reference_cell);
   for (const auto& [name, value] : report.values) {
     if (name == "validation_samples" || name == "elements" || name == "steps") {
       h5::write_int64_attribute(group, name, static_cast<int64_t>(value));
@@ -281,6 +286,52 @@ void write_accuracy(hid_t cell_group, const std::vector<RankResult>& ranks) {
       h5::write_double_attribute(group, name, value);
     }
   }
+}
+
+void write_validation_outputs(hid_t cell_group, const std::vector<RankResult>& ranks) {
+  if (std::none_of(ranks.begin(), ranks.end(),
+                   [](const RankResult& r) { return r.validation_outputs.has_value(); })) {
+    return;
+  }
+  const Hdf5Handle group = h5::create_group(cell_group, kValidationOutputs);
+  for (size_t g = 0; g < ranks.size(); ++g) {
+    if (!ranks[g].validation_outputs) continue;
+    const auto& outputs = *ranks[g].validation_outputs;
+    const std::vector<hsize_t> dims(outputs.shape.begin(), outputs.shape.end());
+    h5::write_float_dataset(group, "rank" + std::to_string(g), dims, outputs.values);
+  }
+}
+
+StoredValidation read_validation(hid_t cell_group) {
+  StoredValidation out;
+  if (h5::has_link(cell_group, "rank_metrics")) {
+    const auto dims = h5::dataset_dims(cell_group, "rank_metrics");
+    const auto values = h5::read_double_dataset(cell_group, "rank_metrics");
+    const Hdf5Handle dataset =
+        own_dataset(HDF5_CHECK(H5Dopen2(cell_group, "rank_metrics", H5P_DEFAULT)));
+    const auto names = nlohmann::json::parse(h5::read_string_attribute(dataset, "names"))
+                           .get<std::vector<std::string>>();
+    const size_t ranks = dims.empty() ? 0 : dims[0];
+    out.metrics.resize(ranks);
+    for (size_t g = 0; g < ranks; ++g) {
+      for (size_t m = 0; m < names.size(); ++m) {
+        const double value = values[g * names.size() + m];
+        if (!std::isnan(value)) out.metrics[g][names[m]] = value;
+      }
+    }
+  }
+  out.outputs.resize(out.metrics.size());
+  if (!h5::has_link(cell_group, kValidationOutputs)) return out;
+  const Hdf5Handle group =
+      own_group(HDF5_CHECK(H5Gopen2(cell_group, kValidationOutputs, H5P_DEFAULT)));
+  for (size_t g = 0; g < out.outputs.size(); ++g) {
+    const std::string name = "rank" + std::to_string(g);
+    if (!h5::has_link(group, name)) continue;
+    const auto dims = h5::dataset_dims(group, name);
+    out.outputs[g].shape.assign(dims.begin(), dims.end());
+    out.outputs[g].values = h5::read_float_dataset(group, name);
+  }
+  return out;
 }
 
 void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,

@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ inline constexpr const char* kCellsGroup = "cells";
 inline constexpr const char* kSeriesGroup = "series";
 /// Prefix of the running cell's progress attributes (Note [Cell progress]).
 inline constexpr const char* kProgressPrefix = "progress_";
+/// Subgroup of a cell's handed outputs (Note [Accuracy across cells]).
+inline constexpr const char* kValidationOutputs = "validation_outputs";
 
 /// Opens `/cells/<id>`, creating it when missing. Always (re)writes the spec attributes,
 /// and `commit_date` / `dirty` (the benchmarked commit's date and dirty flag; "" and false
@@ -47,6 +50,24 @@ void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks);
 /// first rank that reports a comparison (every rank of the group computed the same one).
 /// Nothing when no rank reports one.
 void write_accuracy(hid_t cell_group, const std::vector<RankResult>& ranks);
+
+/// The `accuracy` subgroup of `report`, replacing one that is there; `reference_cell` (the
+/// baseline cell's id, Note [Accuracy across cells]) as its attribute of that name when
+/// not empty.
+void write_accuracy_report(hid_t cell_group, const AccuracyReport& report,
+                           const std::string& reference_cell = "");
+
+/// Note [Accuracy across cells]: subgroup `validation_outputs` with a float32 dataset
+/// `rank<g>` for each rank g that handed outputs; nothing when none did.
+void write_validation_outputs(hid_t cell_group, const std::vector<RankResult>& ranks);
+
+/// What a stored cell holds for a comparison across cells: per rank (group order), its
+/// validation outputs (empty where it handed none) and its rank metrics by name.
+struct StoredValidation {
+  std::vector<OutputArray> outputs;
+  std::vector<std::map<std::string, double>> metrics;
+};
+StoredValidation read_validation(hid_t cell_group);
 
 /// Writes `status`, `failed_phase`, `reason`.
 void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,

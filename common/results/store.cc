@@ -1,5 +1,6 @@
 #include "common/results/store.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <system_error>
@@ -350,6 +351,7 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
     results::write_effective(group, ranks);
     results::write_summary(group, summary);
     results::write_accuracy(group, ranks);
+    results::write_validation_outputs(group, ranks);
     results::write_probes(group, ranks);
     results::write_status(group, outcome.status, outcome.failed_phase, outcome.reason);
     results::write_string_if_absent(group, "started_at", "");
@@ -373,6 +375,40 @@ void ResultsStore::finish_cell_without_results(const CellSpec& cell, CellStatus 
 
 void ResultsStore::set_commit_info(std::map<std::string, CommitInfo> commit_info) {
   commit_info_ = std::move(commit_info);
+}
+
+results::StoredValidation ResultsStore::validation(const std::string& cell_id) const {
+  silence_hdf5_error_printing();
+  const Hdf5Handle file = open_file(path_, H5F_ACC_RDONLY);
+  const Hdf5Handle cells = own_group(HDF5_CHECK(H5Gopen2(file, results::kCellsGroup, H5P_DEFAULT)));
+  if (!h5::has_link(cells, cell_id)) return {};
+  const Hdf5Handle cell = own_group(HDF5_CHECK(H5Gopen2(cells, cell_id.c_str(), H5P_DEFAULT)));
+  return results::read_validation(cell);
+}
+
+void ResultsStore::record_cross_cell_accuracy(const CellSpec& cell, const AccuracyReport& report,
+                                              const std::string& reference_cell) {
+  mutate([&](hid_t file) {
+    const Hdf5Handle group = open_cell(file, cell);
+    results::write_accuracy_report(group, report, reference_cell);
+    h5::write_string_attribute(group, std::string(results::kEffectivePrefix) + "validate", "true");
+  });
+}
+
+void ResultsStore::record_not_compared(const CellSpec& cell, const std::string& reason) {
+  mutate([&](hid_t file) {
+    const Hdf5Handle group = open_cell(file, cell);
+    h5::delete_link_if_present(group, "accuracy");
+    h5::write_string_attribute(group, std::string(results::kEffectivePrefix) + "validate", "false");
+    const auto names = h5::attribute_names(group);
+    auto reasons =
+        std::find(names.begin(), names.end(), results::kIneffectiveReasons) == names.end()
+            ? nlohmann::json::array()
+            : nlohmann::json::parse(h5::read_string_attribute(group, results::kIneffectiveReasons));
+    if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end())
+      reasons.push_back(reason);
+    h5::write_string_attribute(group, results::kIneffectiveReasons, reasons.dump());
+  });
 }
 
 Hdf5Handle ResultsStore::open_cell(hid_t file, const CellSpec& cell) const {

@@ -16,12 +16,13 @@
 #include "common/cell/messages.h"
 #include "common/cell/repetition_stats.h"
 #include "common/hdf5/check.h"
+#include "common/results/cells.h"
 #include "common/results/provenance.h"
 
 namespace scalebench {
 
 /// Value of the root attribute `scalebench_layout_version`, and its major part.
-inline constexpr const char* kResultsLayoutVersion = "1.6";
+inline constexpr const char* kResultsLayoutVersion = "1.7";
 inline constexpr int kResultsLayoutMajor = 1;
 
 /// What the file says about one cell (enough for --resume to decide skip or retry).
@@ -145,6 +146,19 @@ class ResultsStore {
 
   /// Root attribute `commit_log`: the writer's commits as JSON text (Note [Group commit]).
   void set_commit_log(const std::string& commit_log_json);
+
+  /// Note [Accuracy across cells]: the per-rank outputs and metrics of stored cell `cell_id`
+  /// (empty when the file has no such cell).
+  [[nodiscard]] results::StoredValidation validation(const std::string& cell_id) const;
+
+  /// Note [Accuracy across cells]: the `accuracy` subgroup of `cell` from a comparison with
+  /// the stored cell `reference_cell`, and `effective_validate` true.
+  void record_cross_cell_accuracy(const CellSpec& cell, const AccuracyReport& report,
+                                  const std::string& reference_cell);
+
+  /// Note [Accuracy across cells]: `cell` could not be compared: `effective_validate` false
+  /// and `reason` added to its `ineffective_reasons`.
+  void record_not_compared(const CellSpec& cell, const std::string& reason);
 
   /// Sets the root `end_time` (ISO 8601 UTC).
   void set_end_time(const std::string& iso_time);

@@ -15,7 +15,8 @@ def text(value) -> str:
 
 def read_program_cells(path: str) -> dict:
     """{cell_id: {attrs, timings, phases, warmup, metrics (one dict per rank), argv (one
-    list per rank), output (one text per rank)}}; every cell must be ok."""
+    list per rank), output (one text per rank), accuracy (the `accuracy` group's attributes
+    or None), validation_outputs ({rank<g>: array})}}; every cell must be ok."""
     out = {}
     with h5py.File(path, "r") as f:
         for cell_id, cell in f["cells"].items():
@@ -26,6 +27,7 @@ def read_program_cells(path: str) -> dict:
             timings = cell["timings"]
             names = json.loads(text(cell["rank_metrics"].attrs["names"]))
             out[cell_id] = {
+                "cell_id": cell_id,
                 "attrs": attrs,
                 "timings": timings[()],
                 "phases": json.loads(text(timings.attrs["phases"])),
@@ -33,6 +35,19 @@ def read_program_cells(path: str) -> dict:
                 "metrics": [dict(zip(names, row)) for row in cell["rank_metrics"][()]],
                 "argv": [json.loads(text(a)) for a in cell["program_argv"][()]],
                 "output": [text(o) for o in cell["program_output"][()]],
+                "accuracy": (
+                    {
+                        k: text(v) if isinstance(v, (bytes, str)) else v
+                        for k, v in cell["accuracy"].attrs.items()
+                    }
+                    if "accuracy" in cell
+                    else None
+                ),
+                "validation_outputs": (
+                    {name: ds[()] for name, ds in cell["validation_outputs"].items()}
+                    if "validation_outputs" in cell
+                    else {}
+                ),
             }
     return out
 

@@ -1,12 +1,14 @@
 """Program cells on a real run (docs/programs.md): the results file of
-docs/examples/programs/run_demo.sh, the user's own DDP script on two branches that differ in
-their data phase, at world sizes 1 and 2 (tests/run_all.sh runs it and names the file in
-SCALEBENCH_PROGRAMS_FILE; without it these tests are skipped).
+docs/examples/programs/run_demo.sh, the user's own DDP script on four branches (two differ in
+their data phase; bf16-autocast runs its forward passes in bf16; shifted-outputs has a
+deliberate bug in its outputs), at world sizes 1 and 2 (tests/run_all.sh runs it and names
+the file in SCALEBENCH_PROGRAMS_FILE; without it these tests are skipped).
 
 Checked against the file's own raw datasets (h5py): every rank's phases tile each of its
 steps, the steps add up to the clock the script itself kept around its measured loop, the
-branches differ as their code does, each rank's command and output are stored, and every
-analysis command reads the file (compare --branches gives a verdict).
+branches differ as their code does, each rank's command and output are stored, each branch's
+handed outputs are compared with main's (Note [Accuracy across cells]), and every analysis
+command reads the file (compare --branches gives a verdict).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import pytest
 from programfiles import measured, read_program_cells
 
 from conftest import run_cli
+
+#: The demo repository's branches (run_demo.sh).
+BRANCHES = ("main", "batched-transform", "bf16-autocast", "shifted-outputs")
 
 #: The phases the demo script reports inside each step.
 PHASES = ("data", "forward", "backward", "optimizer")
@@ -44,7 +49,7 @@ def cells(program_file):
 
 
 def test_every_branch_and_world_size_ran_the_users_program(cells):
-    assert set(cells) == {(b, w) for b in ("main", "batched-transform") for w in (1, 2)}
+    assert set(cells) == {(b, w) for b in BRANCHES for w in (1, 2)}
     for (_branch, world), cell in cells.items():
         assert cell["attrs"]["model"].startswith("program:"), cell["attrs"]["model"]
         assert cell["phases"] == [*PHASES, "step"]
@@ -99,6 +104,39 @@ def test_the_branches_differ_as_their_code_does(cells):
     assert np.median(measured(main, "step")) > np.median(measured(batched, "step"))
 
 
+def test_each_branch_is_compared_with_mains_outputs_and_loss(cells):
+    """batched-transform (the same math) and bf16-autocast (bf16 forward passes) pass at the
+    default tolerance; shifted-outputs (+0.5 on its outputs, a deliberate bug) fails naming
+    mae_rel, while its loss (untouched by the bug) passes; main is the baseline itself."""
+    for world in (1, 2):
+        main = cells[("main", world)]
+        assert main["accuracy"] is None, "the baseline is not compared with itself"
+        # every rank handed its share of validation_samples 64, [share, 10] logits
+        shares = [64 // world + (r < 64 % world) for r in range(world)]
+        assert sorted(main["validation_outputs"]) == [f"rank{r}" for r in range(world)]
+        for r, share in enumerate(shares):
+            assert main["validation_outputs"][f"rank{r}"].shape == (share, 10)
+        for branch, verdict in (
+            ("batched-transform", "passed"),
+            ("bf16-autocast", "passed"),
+            ("shifted-outputs", "failed"),
+        ):
+            accuracy = cells[(branch, world)]["accuracy"]
+            assert accuracy is not None, (branch, world)
+            assert accuracy["reference_cell"] == main["cell_id"], (branch, world)
+            assert accuracy["kind"] == "outputs"
+            assert accuracy["verdict"] == verdict, (branch, world, accuracy["failed_checks"])
+            assert accuracy["validation_samples"] == 64
+            assert accuracy["metric_rel_change.loss"] < 0.01, (branch, accuracy)
+            failed = json.loads(accuracy["failed_checks"])
+            if verdict == "failed":
+                assert failed[0].startswith("mae_rel "), failed
+                assert abs(accuracy["mae"] - 0.5) < 1e-3, accuracy["mae"]
+            else:
+                assert failed == []
+                assert accuracy["mae_rel"] < 0.01
+
+
 def test_each_ranks_output_tail_is_stored(cells):
     for key, cell in cells.items():
         assert all(isinstance(o, str) for o in cell["output"]), key
@@ -108,6 +146,7 @@ def test_each_ranks_output_tail_is_stored(cells):
 def test_every_analysis_command_reads_the_program_run(program_file, tmp_path):
     analyze = run_cli("analyze", program_file, "--baseline-branch", "main", check_rc=0)
     assert "Speedup against the baseline" in analyze.stdout
+    assert "FAIL" in analyze.stdout and "mae_rel" in analyze.stdout, analyze.stdout
     run_cli("analyze", program_file, "--format", "json", check_rc=0)
     gate = run_cli("compare", program_file, "--branches", "main", "batched-transform", check_rc=0)
     assert gate.stdout.count("improvement") >= 2, gate.stdout

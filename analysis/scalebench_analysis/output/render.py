@@ -26,7 +26,10 @@ TITLES = {
     "stragglers": "Straggler ranks",
     "startup": "Start-up: seconds before the measured steps (median over ranks; startup_s: "
     "a program's launch to its first step)",
-    "accuracy": "Accuracy: each validated cell against its fp32 reference (the file's verdict)",
+    "accuracy": (
+        "Accuracy: each validated cell against its fp32 reference, or a program cell against "
+        "its baseline cell (the file's verdict)"
+    ),
     "speedup": "Speedup against the baseline",
     "speedup_vs_file": "Speedup against the baseline file",
     "regressions": "Regression gate (ratio = median time new / base; > 1 is slower)",

@@ -10,7 +10,7 @@ import h5py
 from .decoding import attributes, one_line
 
 #: Text attributes of the `accuracy` subgroup (layout 1.3); `failed_checks` is a JSON list.
-_ACCURACY_TEXT_ATTRS = ("verdict", "failed_checks", "kind", "reference")
+_ACCURACY_TEXT_ATTRS = ("verdict", "failed_checks", "kind", "reference", "reference_cell")
 #: Numeric attributes of the `accuracy` subgroup named by schemas/results-layout.md (any
 #: other number a later minor version adds is read as well).
 ACCURACY_NUMBERS = (

@@ -2,7 +2,8 @@
 "Reading accuracy in the analysis").
 
 The numbers and the verdict are the file's: scalebench compares each cell with
-`validate: true` against its fp32 reference run and stores the result in the cell's
+`validate: true` against its fp32 reference run (a program cell: against its baseline cell,
+layout 1.7) and stores the result in the cell's
 `accuracy` subgroup (schemas/results-layout.md, layout 1.3); read/accuracy_columns.py reads
 it into the ``accuracy_*`` columns. Nothing is re-judged here.
 

@@ -2,13 +2,15 @@
 # Benchmark your own training script across two branches, end to end (docs/programs.md):
 #   1. builds a demo repository from train_ddp.py: branch `main` normalises each sample in a
 #      Python loop (PER_SAMPLE_TRANSFORM = True), branch `batched-transform` the whole batch
-#      in one operation;
+#      in one operation, `bf16-autocast` that and bf16 forward passes, `shifted-outputs` that
+#      and a deliberate bug in its outputs (the accuracy check across branches fails it);
 #   2. builds the user's own environment `env/`: a virtualenv with scalebench-client
 #      installed by pip (torch borrowed from the project's virtualenv through a .pth file, so
 #      that nothing is downloaded);
 #   3. runs branches.yaml under mpirun (1 orchestrator + 2 workers, CPU, world sizes 1 and
-#      2, gloo), prints the analysis with `main` as the baseline branch and the regression
-#      gate of `batched-transform` against `main` (compare --branches).
+#      2, gloo), prints the analysis with `main` as the baseline branch (accuracy column:
+#      `shifted-outputs` fails, the others pass) and the regression gate of
+#      `batched-transform` against `main` (compare --branches).
 # Usage: docs/examples/programs/run_demo.sh [build dir] [venv python]
 # The results file is $SCALEBENCH_DEMO_DIR/results.h5 (default runs/program_demo).
 set -euo pipefail
@@ -31,7 +33,14 @@ grep -q '^PER_SAMPLE_TRANSFORM = True$' "$demo/repo/train_ddp.py"
 git_ add -A && git_ commit -q -m "normalise sample by sample"
 git_ checkout -q -b batched-transform
 sed -i 's/^PER_SAMPLE_TRANSFORM = True$/PER_SAMPLE_TRANSFORM = False/' "$demo/repo/train_ddp.py"
-git_ commit -q -am "normalise the whole batch at once" && git_ checkout -q main
+git_ commit -q -am "normalise the whole batch at once"
+git_ checkout -q -b bf16-autocast
+sed -i 's/^AUTOCAST_BF16 = False$/AUTOCAST_BF16 = True/' "$demo/repo/train_ddp.py"
+git_ commit -q -am "forward in bf16"
+git_ checkout -q -b shifted-outputs batched-transform
+sed -i 's/^OUTPUT_SHIFT = 0.0$/OUTPUT_SHIFT = 0.5/' "$demo/repo/train_ddp.py"
+git_ commit -q -am "a bug: shifted outputs"
+git_ checkout -q main
 
 "$python" -m venv --without-pip "$demo/env"
 site="$("$demo/env/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"

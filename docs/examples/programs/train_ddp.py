@@ -3,8 +3,11 @@
 Runs alone (`python train_ddp.py --steps 20`, one process) or under torchrun or scalebench,
 which set RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT; scalebench also opens the report channel
 that scalebench_client writes to (docs/programs.md). The model is a small MLP; `--width`
-changes its size. run_demo.sh makes a repository of it whose two branches differ in how the
-data phase prepares a batch (PER_SAMPLE_TRANSFORM below), and benchmarks both.
+changes its size. run_demo.sh makes a repository of it whose branches differ in how the
+data phase prepares a batch (PER_SAMPLE_TRANSFORM), in precision (AUTOCAST_BF16) and, as a
+deliberate bug, in their outputs (OUTPUT_SHIFT), and benchmarks them. After training, the
+script hands the outputs of fixed validation inputs to scalebench (`sb.outputs`), which
+compares them with the baseline branch's (docs/accuracy.md#across-cells).
 """
 
 import argparse
@@ -20,6 +23,11 @@ import torch.nn.functional as F
 # Dataset transform does (True), or as one vectorised operation on the whole batch (False).
 # The demo repository's branch `main` has True, its branch `batched-transform` False.
 PER_SAMPLE_TRANSFORM = False
+# The demo's branch `bf16-autocast`: forward passes under CPU bf16 autocast (an optimisation
+# whose outputs must stay within tolerance of main's).
+AUTOCAST_BF16 = False
+# The demo's branch `shifted-outputs`: a deliberate bug that only the accuracy check sees.
+OUTPUT_SHIFT = 0.0
 
 
 def normalise(batch: torch.Tensor) -> torch.Tensor:
@@ -28,6 +36,22 @@ def normalise(batch: torch.Tensor) -> torch.Tensor:
         return torch.stack([(s - s.mean()) / (s.std() + 1e-6) for s in batch])
     mean = batch.mean(dim=1, keepdim=True)
     return (batch - mean) / (batch.std(dim=1, keepdim=True) + 1e-6)
+
+
+def autocast():
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=AUTOCAST_BF16)
+
+
+def hand_validation_outputs(model: torch.nn.Module, world: int) -> None:
+    """The trained model's outputs on fixed validation inputs (each rank its own shard, the
+    same on every branch), for scalebench's accuracy check across branches: a no-op unless
+    the cell has `validate: true`."""
+    if not sb.wants_outputs():
+        return
+    rank = dist.get_rank() if world > 1 else 0
+    inputs = torch.randn(64, 64, generator=torch.Generator().manual_seed(1000 + rank))
+    with torch.no_grad(), autocast():
+        sb.outputs(model(normalise(inputs)).float() + OUTPUT_SHIFT)
 
 
 def main() -> None:
@@ -65,7 +89,7 @@ def main() -> None:
         with sb.step():
             with sb.phase("data"):
                 x, y = normalise(inputs), targets.clone()
-            with sb.phase("forward"):
+            with sb.phase("forward"), autocast():
                 loss = F.cross_entropy(model(x), y)
             with sb.phase("backward"):
                 optimizer.zero_grad(set_to_none=True)
@@ -73,6 +97,7 @@ def main() -> None:
             with sb.phase("optimizer"):
                 optimizer.step()
     measured_s = time.monotonic() - began
+    hand_validation_outputs(model, world)
     sb.metric("loss", loss.item())
     sb.metric("outside_measured_s", measured_s)
     sb.memory()

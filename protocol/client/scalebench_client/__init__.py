@@ -38,6 +38,7 @@ RECORD_VERSION = 1
 
 _FD_VARIABLE = "SCALEBENCH_REPORT_FD"
 _BUFFER_BYTES = 1 << 16
+_OUTPUTS_VARIABLE = "SCALEBENCH_OUTPUTS_FILE"
 
 
 class _Channel:
@@ -47,6 +48,7 @@ class _Channel:
         self.stream = None
         self.warmup = int(os.environ.get("SCALEBENCH_WARMUP", "0") or 0)
         self.steps = 0
+        self.output_samples = 0
         fd = os.environ.get(_FD_VARIABLE)
         if fd:
             # Lives as long as the process; finish() closes it.
@@ -242,6 +244,63 @@ def metric(name: str, value: float) -> None:
     channel = _get()
     channel.write(
         {"type": "metric", "name": name, "value": float(value), "step": channel.steps}
+    )
+
+
+def wants_outputs() -> bool:
+    """Whether the cell compares outputs (``validate: true``) and wants more of them: a
+    program may skip computing what it would hand to ``outputs`` when this is False."""
+    channel = _get()
+    return (
+        channel.stream is not None
+        and bool(os.environ.get(_OUTPUTS_VARIABLE))
+        and channel.output_samples < _validation_samples()
+    )
+
+
+def _validation_samples() -> int:
+    return int(os.environ.get("SCALEBENCH_VALIDATION_SAMPLES", "0") or 0)
+
+
+def _as_float32(values):
+    """``values`` (a torch tensor, a JAX/TensorFlow/NumPy array, a list) as a C-contiguous
+    little-endian float32 NumPy array; a tensor is detached and copied to the host."""
+    import numpy
+
+    if hasattr(
+        values, "detach"
+    ):  # torch: also a tensor that requires grad, bf16, on a GPU
+        values = values.detach().float().cpu().numpy()
+    return numpy.ascontiguousarray(numpy.asarray(values, dtype="<f4"))
+
+
+def outputs(values) -> None:
+    """Hands model outputs for the accuracy check across cells (docs/accuracy.md#across-cells):
+    call it with the outputs of the first batches of the program's fixed validation inputs,
+    in order, the first dimension being the sample; the first ``validation_samples`` (this
+    rank's share) are kept and the rest ignored. Scalebench compares them with the same
+    outputs of the cell's baseline cell (the baseline branch, or fp32 without switches).
+    A no-op unless the cell has ``validate: true``: outputs cost nothing otherwise."""
+    channel = _get()
+    path = os.environ.get(_OUTPUTS_VARIABLE)
+    if channel.stream is None or not path:
+        return
+    left = _validation_samples() - channel.output_samples
+    if left <= 0:
+        return
+    array = _as_float32(values)
+    if array.ndim == 0:
+        array = array.reshape(1)
+    array = array[:left]
+    with open(path, "ab" if channel.output_samples else "wb") as stream:
+        stream.write(array.tobytes())
+    channel.output_samples += int(array.shape[0])
+    channel.write(
+        {
+            "type": "outputs",
+            "samples": int(array.shape[0]),
+            "shape": list(array.shape[1:]),
+        }
     )
 
 

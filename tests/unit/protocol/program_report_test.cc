@@ -64,5 +64,19 @@ TEST(ProgramReport, MalformedRecordsAreRefusedWithTheLine) {
   EXPECT_THROW(apply_records(report, huge), ProgramRecordError);
 }
 
+TEST(ProgramReport, OutputsRecordsAddUpSamplesOfOneShape) {
+  // Note [Accuracy across cells]
+  ProgramReport report;
+  apply_record(report, R"({"v":1,"type":"outputs","samples":4,"shape":[3,8]})");
+  apply_record(report, R"({"v":1,"type":"outputs","samples":2,"shape":[3,8]})");
+  EXPECT_EQ(report.output_samples, 6);
+  EXPECT_EQ(report.output_sample_shape, (std::vector<int64_t>{3, 8}));
+  EXPECT_THROW(apply_record(report, R"({"v":1,"type":"outputs","samples":1,"shape":[8,3]})"),
+               ProgramRecordError);
+  EXPECT_THROW(apply_record(report, R"({"v":1,"type":"outputs","samples":1,"shape":[0]})"),
+               ProgramRecordError);
+  EXPECT_THROW(apply_record(report, R"({"v":1,"type":"outputs","shape":[3]})"), ProgramRecordError);
+}
+
 }  // namespace
 }  // namespace scalebench

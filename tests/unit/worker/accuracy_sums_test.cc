@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/base/error.h"
+#include "common/cell/output_comparison.h"
 #include "worker/model_zoo.h"
 #include "worker/workload.h"
 
@@ -121,6 +122,35 @@ TEST(AccuracySums, OutputSumsByHand) {
   EXPECT_DOUBLE_EQ(sums.max_abs_ref, 4.0);
   EXPECT_EQ(sums.ssim_count, 0.0);
   EXPECT_THROW(add_output_sums(torch::zeros({2}), torch::zeros({3}), 1.0, sums), CellError);
+}
+
+/// `t` as the plain array of Note [Accuracy across cells].
+OutputArray as_output_array(const torch::Tensor& t) {
+  const auto f = t.to(torch::kFloat).contiguous();
+  OutputArray a;
+  a.shape = f.sizes().vec();
+  a.values.assign(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
+  return a;
+}
+
+TEST(AccuracySums, ThePlainComparisonAcrossCellsEqualsTheWorkers) {
+  // Rank 0 compares handed outputs without Torch (common/cell/output_comparison.cc): the
+  // same sums and SSIM as here, for images, volumes and flat outputs.
+  torch::manual_seed(5);
+  for (const auto& shape :
+       std::vector<std::vector<int64_t>>{{3, 2, 20, 17}, {2, 1, 9, 12, 13}, {5, 7}, {2, 1, 4, 4}}) {
+    const auto ref = torch::rand(shape).to(torch::kFloat);
+    const auto out = (ref + 0.05 * torch::randn_like(ref)).to(torch::kFloat);
+    OutputSums torch_sums;
+    add_output_sums(out, ref, 1.0, torch_sums);
+    const OutputSums plain = output_sums(as_output_array(out), as_output_array(ref), 1.0);
+    const auto a = torch_sums.sums();
+    const auto b = plain.sums();
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_NEAR(a[i], b[i], 1e-9 * std::max(1.0, std::abs(a[i]))) << "sum " << i;
+    }
+    EXPECT_NEAR(torch_sums.max_abs, plain.max_abs, 1e-12);
+  }
 }
 
 TEST(AccuracySums, CopiedWeightsGiveTheSameOutputsWhateverTheLayout) {
