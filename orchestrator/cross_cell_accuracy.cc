@@ -32,8 +32,10 @@ std::string stored_metric_name(const std::string& name) {
 
 }  // namespace
 
-bool compared_across_cells(const CellSpec& cell) {
-  return cell.validate && !cell.program.command.empty();
+bool compared_across_cells(const CellSpec& cell, const BaselineSpec& baseline) {
+  if (!cell.validate) return false;
+  if (!cell.program.command.empty()) return true;
+  return !baseline.branch.empty() && !cell.model.torchscript.empty() && cell.mode == Mode::kInfer;
 }
 
 std::optional<CellSpec> baseline_cell(const CellSpec& cell, const std::vector<CellSpec>& cells,
@@ -66,7 +68,7 @@ int compare_across_cells(const std::vector<CellSpec>& cells, const BaselineSpec&
                          ResultsStore& store) {
   std::vector<const CellSpec*> compared;
   for (const auto& cell : cells) {
-    if (compared_across_cells(cell)) compared.push_back(&cell);
+    if (compared_across_cells(cell, baseline)) compared.push_back(&cell);
   }
   if (compared.empty()) return 0;
   const auto stored = store.cells();
@@ -101,6 +103,7 @@ int compare_across_cells(const std::vector<CellSpec>& cells, const BaselineSpec&
         continue;
       }
       const auto mine = store.validation(cell->cell_id);
+      if (!mine.reference_cell.empty()) continue;  // compared by an earlier run
       const auto theirs = store.validation(base->cell_id);
       CrossCellInputs inputs;
       inputs.outputs = mine.outputs;
@@ -121,7 +124,14 @@ int compare_across_cells(const std::vector<CellSpec>& cells, const BaselineSpec&
       inputs.tolerance = cell->tolerance;
       inputs.reference = baseline_description(*base, baseline);
       try {
-        const AccuracyReport report = compare_with_baseline(inputs);
+        AccuracyReport report = compare_with_baseline(inputs);
+        if (mine.accuracy) {  // a built-in cell's own fp32 comparison stays in its verdict
+          for (const auto& check : mine.accuracy->failed_checks) {
+            report.failed_checks.push_back("fp32 reference: " + check);
+          }
+          if (mine.accuracy->verdict != "passed") report.verdict = "failed";
+          report.reference += "; and its own fp32 reference: " + mine.accuracy->verdict;
+        }
         store.record_cross_cell_accuracy(*cell, report, base->cell_id);
         SB_LOG(info) << "accuracy of " << cell->cell_id << " against " << base->cell_id << ": "
                      << accuracy_summary(report);

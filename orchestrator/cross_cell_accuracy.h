@@ -12,8 +12,11 @@
 
 namespace scalebench {
 
-/// Whether `cell` is compared across cells: a program cell with `validate: true`.
-bool compared_across_cells(const CellSpec& cell);
+/// Whether `cell` is compared across cells: a program cell with `validate: true`, and with
+/// a baseline branch also a TorchScript inference cell with `validate: true` (the user's
+/// model, which a branch may change; its comparison with its own fp32 reference stays part
+/// of its verdict).
+bool compared_across_cells(const CellSpec& cell, const BaselineSpec& baseline);
 
 /// The baseline cell of `cell` among `cells`: the one that differs only in its branch and
 /// commit (baseline.branch set) or only in the switches reference_cell turns off (baseline
@@ -31,7 +34,8 @@ std::string baseline_description(const CellSpec& baseline, const BaselineSpec& s
 /// holds both as ok: records the report (record_cross_cell_accuracy), or the reason it could
 /// not (no baseline cell in the matrix, the baseline not ok, nothing handed) with
 /// record_not_compared. One update of the file. Cells not yet stored (an interrupted run) are
-/// left for the next --resume. Returns the number of reports written.
+/// left for the next --resume, cells already compared with their baseline are not compared
+/// again. Returns the number of reports written.
 int compare_across_cells(const std::vector<CellSpec>& cells, const BaselineSpec& baseline,
                          ResultsStore& store);
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "common/base/error.h"
 #include "protocol/mpi_check.h"
@@ -175,9 +176,20 @@ class InferWorkload : public Workload {
       add_output_sums(output, reference, high - low, sums);
     }
     const OutputSums group = reduce_output_sums(sums, group_);
+    if (!cell_.model.torchscript.empty() && !outputs.empty()) {  // Note [Accuracy across cells]
+      std::vector<torch::Tensor> mine;
+      for (const auto& pair : outputs) mine.push_back(pair.first);
+      const auto all = torch::cat(mine).to(torch::kCPU, torch::kFloat).contiguous();
+      OutputArray handed;
+      handed.shape = all.sizes().vec();
+      handed.values.assign(all.data_ptr<float>(), all.data_ptr<float>() + all.numel());
+      handed_ = std::move(handed);
+    }
     metrics["validation_s"] = seconds_since(start);
     return finish_inference(group, low, high, cell_.tolerance);
   }
+
+  [[nodiscard]] std::optional<OutputArray> outputs_for_baseline() const override { return handed_; }
 
  private:
   SampleRange batch_range(int64_t iteration) const {
@@ -306,6 +318,7 @@ class InferWorkload : public Workload {
   int64_t kept_output_bytes_ = 0;
   std::map<int64_t, std::unique_ptr<CapturedForward>> graphs_;  ///< by batch rows
   double graph_capture_s_ = 0.0;
+  std::optional<OutputArray> handed_;  ///< outputs_for_baseline, set by validate
   double model_init_s_ = 0.0;
   double checkpoint_load_s_ = 0.0;
 };

@@ -300,6 +300,7 @@ class TorchCellRunner : public CellRunner {
     if (!agree(result, group, "in the timed loop") || !cell.validate) return result;
     try {  // Note [Accuracy validation]: after the peak memory was read, outside the timers
       result.accuracy = workload->validate(result.metrics);
+      result.validation_outputs = workload->outputs_for_baseline();
     } catch (...) {
       record_failure(result, FailurePhase::kValidation);
     }

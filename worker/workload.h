@@ -22,6 +22,7 @@
 #include "common/base/error.h"
 #include "common/cell/accuracy.h"
 #include "common/cell/cell_spec.h"
+#include "common/cell/output_comparison.h"
 #include "worker/gpu_power.h"
 #include "worker/gradient_reducer.h"
 #include "worker/model_zoo.h"
@@ -62,6 +63,12 @@ class Workload {
   virtual AccuracyReport validate(std::map<std::string, double>& metrics) {
     (void)metrics;
     throw CellError(FailurePhase::kValidation, "this workload has no accuracy validation");
+  }
+  /// Note [Accuracy across cells] (common/cell/output_comparison.h): after validate, the
+  /// cell's own outputs of this rank's validation samples when they can be compared with
+  /// another cell's (a TorchScript model: the user's, which a branch may change); else none.
+  [[nodiscard]] virtual std::optional<OutputArray> outputs_for_baseline() const {
+    return std::nullopt;
   }
 };
 

@@ -320,6 +320,20 @@ StoredValidation read_validation(hid_t cell_group) {
       }
     }
   }
+  if (h5::has_link(cell_group, "accuracy")) {
+    const Hdf5Handle group = own_group(HDF5_CHECK(H5Gopen2(cell_group, "accuracy", H5P_DEFAULT)));
+    AccuracyReport report;
+    report.verdict = h5::read_string_attribute(group, "verdict");
+    report.kind = h5::read_string_attribute(group, "kind");
+    report.reference = h5::read_string_attribute(group, "reference");
+    report.failed_checks = nlohmann::json::parse(h5::read_string_attribute(group, "failed_checks"))
+                               .get<std::vector<std::string>>();
+    const auto names = h5::attribute_names(group);
+    if (std::find(names.begin(), names.end(), "reference_cell") != names.end()) {
+      out.reference_cell = h5::read_string_attribute(group, "reference_cell");
+    }
+    out.accuracy = std::move(report);
+  }
   out.outputs.resize(out.metrics.size());
   if (!h5::has_link(cell_group, kValidationOutputs)) return out;
   const Hdf5Handle group =

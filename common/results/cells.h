@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,10 @@ void write_validation_outputs(hid_t cell_group, const std::vector<RankResult>& r
 struct StoredValidation {
   std::vector<OutputArray> outputs;
   std::vector<std::map<std::string, double>> metrics;
+  /// The cell's `accuracy` group as stored (verdict, failed_checks, kind, reference; values
+  /// not read), and its `reference_cell` ("" for a comparison inside the cell).
+  std::optional<AccuracyReport> accuracy;
+  std::string reference_cell;
 };
 StoredValidation read_validation(hid_t cell_group);
 

@@ -147,6 +147,7 @@ def test_every_analysis_command_reads_the_program_run(program_file, tmp_path):
     analyze = run_cli("analyze", program_file, "--baseline-branch", "main", check_rc=0)
     assert "Speedup against the baseline" in analyze.stdout
     assert "FAIL" in analyze.stdout and "mae_rel" in analyze.stdout, analyze.stdout
+    assert "program:pytorch" in analyze.stdout, "labelled with the framework it reported"
     run_cli("analyze", program_file, "--format", "json", check_rc=0)
     gate = run_cli("compare", program_file, "--branches", "main", "batched-transform", check_rc=0)
     assert gate.stdout.count("improvement") >= 2, gate.stdout

@@ -5,6 +5,9 @@
 // an HDF5 dataset and a torch.save checkpoint from the branch tree, report their load
 // times, and produce the output checksum that Python computes for the same rows and
 // weights. A cell whose TorchScript file is missing fails in phase `inputs` alone.
+// With `baseline: {branch: main}`, validated inference cells are compared with main's
+// (Note [Accuracy across cells]): branch `same` (main's model, another commit) passes,
+// branch `wide` (another model) fails naming mae_rel, and main keeps its in-cell check.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -34,8 +37,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* kExportScript = "docs/examples/own_model/export_model.py";
 
-/// repo/ with branch `main` (export_model.py as documented, HIDDEN = [32]) and branch
-/// `wide` (HIDDEN = [64, 64]).
+/// repo/ with branch `main` (export_model.py as documented, HIDDEN = [32]), branch
+/// `wide` (HIDDEN = [64, 64]) and branch `same` (main's script with a comment added).
 struct OwnModelRepo {
   testing::TempDir root;
   fs::path repo = root.path() / "repo";
@@ -58,6 +61,10 @@ struct OwnModelRepo {
     testing::write_file(repo / "export_model.py", wide);
     testing::git_in(repo, {"commit", "-q", "-am", "wide model"});
     commits["wide"] = testing::git_in(repo, {"rev-parse", "HEAD"});
+    testing::git_in(repo, {"checkout", "-q", "-b", "same", "main"});
+    testing::write_file(repo / "export_model.py", script + "# the same model\n");
+    testing::git_in(repo, {"commit", "-q", "-am", "a comment"});
+    commits["same"] = testing::git_in(repo, {"rev-parse", "HEAD"});
     testing::git_in(repo, {"checkout", "-q", "main"});
   }
 };
@@ -65,7 +72,8 @@ struct OwnModelRepo {
 std::string matrix_text() {
   return std::string(R"(name: own-model
 repo: repo
-branches: [main, wide]
+branches: [main, wide, same]
+baseline: {branch: main}
 prepare: [")") +
          build_info::kPython + R"(", export_model.py, --out, build]
 prepare_timeout_s: 300
@@ -89,6 +97,17 @@ experiments:
     num_classes: 3
     modes: [infer]
     world_sizes: [1]
+  - name: validated
+    model: {torchscript: build/model.pt}
+    input_shape: [16]
+    num_classes: 3
+    modes: [infer]
+    validate: true
+    validation_samples: 24
+exclude:
+  - {branch: same, experiment: own}
+  - {branch: same, experiment: own-data}
+  - {branch: same, experiment: missing}
 )";
 }
 
@@ -109,6 +128,30 @@ std::map<std::string, std::vector<double>> rank_metrics(const fs::path& file,
   return metrics;
 }
 
+/// A `validated` cell (Note [Accuracy across cells]): main compared inside the cell with its
+/// fp32 reference; `same` against main's outputs, passing; `wide`, another model, failing.
+void check_validated(const nlohmann::json& cell, const std::string& branch) {
+  const auto& accuracy = cell.at("accuracy");
+  ASSERT_TRUE(accuracy.is_object()) << cell.dump();
+  const auto checks = accuracy.at("failed_checks").dump();
+  if (branch == "main") {
+    EXPECT_EQ(accuracy.at("kind"), "inference");
+    EXPECT_EQ(accuracy.at("verdict"), "passed") << checks;
+    return;
+  }
+  EXPECT_EQ(accuracy.at("kind"), "outputs") << branch;
+  EXPECT_NE(accuracy.at("reference").get<std::string>().find("branch main"), std::string::npos);
+  EXPECT_EQ(accuracy.at("validation_samples"), 24);
+  if (branch == "same") {
+    EXPECT_EQ(accuracy.at("verdict"), "passed") << checks;
+    EXPECT_EQ(accuracy.at("mae"), 0.0);
+  } else {
+    EXPECT_EQ(accuracy.at("verdict"), "failed");
+    EXPECT_EQ(accuracy.at("failed_checks").at(0).get<std::string>().rfind("mae_rel ", 0), 0U)
+        << checks;
+  }
+}
+
 TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
   if (std::string(build_info::kPython).empty()) GTEST_SKIP() << "no SCALEBENCH_PYTHON";
   std::unique_ptr<OwnModelRepo> fixture;
@@ -118,7 +161,7 @@ TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
   EXPECT_EQ(run.status, kExitCellsFailed);  // the `missing` cells
   if (world_rank() != 0) return;
   const auto cells = read_results_overview(run.results()).at("cells");
-  ASSERT_EQ(cells.size(), 2U * (4 + 4 + 1));
+  ASSERT_EQ(cells.size(), 2U * (4 + 4 + 1) + 3U * 2);
   std::map<std::string, double> parameters_by_branch;
   int checked_data_cells = 0;
   for (const auto& [id, cell] : cells.items()) {
@@ -135,6 +178,10 @@ TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
       continue;
     }
     ASSERT_EQ(cell.at("status"), "ok") << id << ": " << cell.at("reason");
+    if (experiment == "validated") {
+      check_validated(cell, branch);
+      continue;
+    }
     const fs::path worktree = run.results().string() + ".work/worktrees/" + commit.substr(0, 12);
     const auto expected =
         nlohmann::json::parse(testing::read_file(worktree / "build" / "expected.json"));
@@ -173,7 +220,7 @@ TEST(OwnModelRun, BranchesExportTheirOwnTorchScriptModelsDataAndCheckpoints) {
     EXPECT_NEAR(checksum, reference, 1e-5 * reference) << id;
   }
   EXPECT_EQ(checked_data_cells, 4);
-  ASSERT_EQ(parameters_by_branch.size(), 2U);
+  ASSERT_EQ(parameters_by_branch.size(), 2U);  // `same` runs only `validated`
   EXPECT_EQ(parameters_by_branch.at("main"), 16 * 32 + 32 + 32 * 3 + 3);
   EXPECT_EQ(parameters_by_branch.at("wide"), 16 * 64 + 64 + 64 * 64 + 64 + 64 * 3 + 3);
 }

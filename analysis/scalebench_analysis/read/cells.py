@@ -92,6 +92,14 @@ def cell_row(cell_id: str, group: h5py.Group) -> tuple[dict, object]:
             row["loop_batch_size"] = summary.pop("batch_size")
         row.update(summary)
     row.update(accuracy_columns(group))
+    # A program cell is labelled with the framework its program reported (layout 1.6's
+    # effective_program_framework: pytorch, lightning, jax, keras; none without the client)
+    # rather than the interpreter that ran it.
+    framework = stored.get("effective_program_framework")
+    model = row.get("model")
+    if isinstance(model, str) and model.startswith("program:") and isinstance(framework, str):
+        if framework not in ("", "none"):
+            row["model"] = f"program:{framework}"
     return row, stored.get("spec")
 
 

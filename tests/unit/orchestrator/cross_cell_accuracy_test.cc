@@ -59,15 +59,26 @@ TEST(CrossCellAccuracy, RepetitionsMeetTheirOwnRepetitionElseTheFirst) {
   EXPECT_EQ(baseline_cell(cells[4], cells, by_branch)->cell_id, cells[0].cell_id);
 }
 
-TEST(CrossCellAccuracy, OnlyValidatingProgramCellsAreComparedAcrossCells) {
+TEST(CrossCellAccuracy, ValidatingProgramCellsAndTorchScriptInferenceWithABranchAreCompared) {
+  const BaselineSpec reference;
+  const BaselineSpec by_branch{"main", {}};
   CellSpec cell = program_cell("main", Precision::kFp32);
-  EXPECT_TRUE(compared_across_cells(cell));
+  EXPECT_TRUE(compared_across_cells(cell, reference));
   cell.validate = false;
-  EXPECT_FALSE(compared_across_cells(cell));
+  EXPECT_FALSE(compared_across_cells(cell, by_branch));
   CellSpec zoo;
   zoo.model.zoo = "mlp";
   zoo.validate = true;
-  EXPECT_FALSE(compared_across_cells(zoo)) << "a built-in model is compared inside its cell";
+  zoo.mode = Mode::kInfer;
+  EXPECT_FALSE(compared_across_cells(zoo, by_branch)) << "the same built-in model everywhere";
+  CellSpec own;
+  own.model.torchscript = "build/model.pt";
+  own.validate = true;
+  own.mode = Mode::kInfer;
+  EXPECT_TRUE(compared_across_cells(own, by_branch));
+  EXPECT_FALSE(compared_across_cells(own, reference)) << "compared inside its cell";
+  own.mode = Mode::kTrain;
+  EXPECT_FALSE(compared_across_cells(own, by_branch)) << "training hands no outputs";
 }
 
 }  // namespace
