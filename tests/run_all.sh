@@ -3,8 +3,12 @@
 #   1. style: clang-format on all C++ sources (no changes allowed)
 #   2. release build: ctest (unit, MPI under mpiexec, CLI)
 #   3. ASan/UBSan build: ctest of common/ and orchestrator/ (no Torch)
-#   4. clang-tidy over every .cc outside tests/ (see Note [clang-tidy in CI])
-#   5. analysis: the tests that read a results file, on the HDF5 files of real `scalebench run`s
+#   4. GPU kit: what of the GPU verification runs without a GPU (tests/gpu/test_kit.sh): the
+#      bundle of Debian packages (downloaded once, cached in ~/.cache/scalebench-gpu-bundle),
+#      unpacked into a prefix, mpirun from it, the release preset configured against it with the
+#      system's copies hidden, and verify.sh --dry-run
+#   5. clang-tidy over every .cc outside tests/ (see Note [clang-tidy in CI])
+#   6. analysis: the tests that read a results file, on the HDF5 files of real `scalebench run`s
 #      of the quickstart, of docs/examples/repetitions.yaml (series intervals against their
 #      numpy reference) and of docs/examples/programs/run_demo.sh (a user's DDP script on two
 #      branches: test_program_cells.py) and, with the frameworks' environment
@@ -12,12 +16,12 @@
 #      and Keras examples (test_framework_programs.py); every test on the synthetic files of
 #      tests/analysis/make_results.py
 #      (branches, bf16, failures); ruff (lint + format) over analysis/ and tests/analysis/
-#   6. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
+#   7. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
 #      documented in docs/reliability.md
-#   7. slurm: a real single-node Slurm cluster (tests/slurm/run.sh)
+#   8. slurm: a real single-node Slurm cluster (tests/slurm/run.sh)
 # Usage: tests/run_all.sh <repo> <venv python> [suite...]. With suites named, only those run;
-# the names: format ctest asan tidy analysis ruff fuzz slurm. Set SCALEBENCH_SKIP_SLURM=1 to
-# skip step 7. Each suite's time goes into the timing table (tests/timings.sh).
+# the names: format ctest asan gpukit tidy analysis ruff fuzz slurm. Set SCALEBENCH_SKIP_SLURM=1
+# to skip step 8. Each suite's time goes into the timing table (tests/timings.sh).
 set -euo pipefail
 repo="$1"
 python="$2"
@@ -25,9 +29,9 @@ shift 2
 selected=("$@")
 for suite in "${selected[@]}"; do
   case "$suite" in
-    format | ctest | asan | tidy | analysis | ruff | fuzz | slurm) ;;
+    format | ctest | asan | gpukit | tidy | analysis | ruff | fuzz | slurm) ;;
     *)
-      echo "tests/run_all.sh: unknown suite '$suite'; the suites: format ctest asan tidy analysis ruff fuzz slurm" >&2
+      echo "tests/run_all.sh: unknown suite '$suite'; the suites: format ctest asan gpukit tidy analysis ruff fuzz slurm" >&2
       exit 2
       ;;
   esac
@@ -139,6 +143,7 @@ pytest_on_real_runs() {
 run_step format "clang-format" check_format
 run_step ctest "ctest (release)" ctest --preset release -j 2
 run_step asan "ctest (asan)" ctest --preset asan -j 2
+run_step gpukit "GPU kit (bundle, prefix, configure)" tests/gpu/test_kit.sh "$python"
 run_step tidy "clang-tidy" check_tidy
 run_step analysis "analysis (real runs: quickstart, repetitions, programs)" real_runs_for_analysis
 run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framework_runs
