@@ -62,6 +62,11 @@ void CellInputs::attach(const CellSpec& cell, Assignment& assignment) {
     require_file(path, "model.torchscript", cell.model.torchscript, cell, tree);
     assignment.artifact = read_artifact(path, cell);
   }
+  if (!cell.model.aoti.empty()) {  // the package's bytes: the worker loads them from a file
+    const auto path = resolve_in_tree(tree, cell.model.aoti);
+    require_file(path, "model.aoti", cell.model.aoti, cell, tree);
+    assignment.artifact = read_artifact(path, cell);
+  }
 }
 
 std::string CellInputs::read_artifact(const std::filesystem::path& path, const CellSpec& cell) {
@@ -73,7 +78,7 @@ std::string CellInputs::read_artifact(const std::filesystem::path& path, const C
   if (size_error) error = size_error;
   if (error) {
     throw CellError(FailurePhase::kInputs,
-                    "cannot stat TorchScript file " + path.string() + ": " + error.message());
+                    "cannot stat model file " + path.string() + ": " + error.message());
   }
   // The assignment's other fields are small; leave them a generous margin.
   if (size > kMaxMessageBytes - (1 << 20)) {

@@ -86,7 +86,7 @@ check_tidy() {
   return "$failed"
 }
 check_ruff() {
-  local paths=(analysis tests/analysis protocol/client docs/examples/programs)
+  local paths=(analysis tests/analysis protocol/client docs/examples/programs docs/examples/own_model/aoti)
   "$python" -m ruff check "${paths[@]}" && "$python" -m ruff format --check "${paths[@]}"
 }
 # Real runs for the analysis suite: the quickstart, docs/examples/repetitions.yaml whose
@@ -99,7 +99,15 @@ real_runs_for_analysis() {
     docs/examples/quickstart.yaml -o "$repo/build/test-runs/quickstart.h5" --force --quiet &&
     mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
       docs/examples/repetitions.yaml -o "$repo/build/test-runs/repetitions.h5" --force --quiet &&
-    run_program_demo
+    run_program_demo && run_aoti_demo
+}
+# docs/examples/own_model/aoti: one module exported as AOTInductor packages and TorchScript
+# (test_aoti_cells.py checks the file).
+run_aoti_demo() {
+  local log="$repo/build/test-runs/aoti.log"
+  SCALEBENCH_DEMO_DIR="$repo/build/test-runs/aoti" \
+    docs/examples/own_model/aoti/run_demo.sh "$repo/build/release" "$python" >"$log" 2>&1 ||
+    { tail -n 60 "$log"; return 1; }
 }
 # The frameworks' examples, with the environment ./setup.sh test made (.venv-frameworks);
 # without one they are skipped, and test_framework_programs.py says so.
@@ -136,7 +144,8 @@ pytest_on_real_runs() {
   fi
   env SCALEBENCH_RESULTS_FILE="$runs/quickstart.h5" \
     SCALEBENCH_REPETITIONS_FILE="$runs/repetitions.h5" \
-    SCALEBENCH_PROGRAMS_FILE="$runs/programs/results.h5" "${frameworks[@]}" \
+    SCALEBENCH_PROGRAMS_FILE="$runs/programs/results.h5" \
+    SCALEBENCH_AOTI_FILE="$runs/aoti/results.h5" "${frameworks[@]}" \
     "$python" -m pytest -q tests/analysis
 }
 

@@ -34,7 +34,8 @@ std::unique_ptr<BatchSource> make_batch_source(const CellSpec& cell, const Model
   }
   // TorchScript models say nothing about their targets: accept the file's per-row shape.
   std::optional<std::vector<int64_t>> expected_target;
-  if (cell.model.torchscript.empty()) expected_target = target_shape(model, input_shape);
+  if (cell.model.torchscript.empty() && cell.model.aoti.empty())
+    expected_target = target_shape(model, input_shape);
   return std::make_unique<Hdf5Batches>(resolve_in_tree(tree, cell.data.path), cell.data.inputs,
                                        cell.data.targets, input_shape, model.input_dtype,
                                        expected_target, num_classes, pin_memory);

@@ -126,7 +126,10 @@ class InferWorkload : public Workload {
     metrics["output_checksum"] = checksum_.item<double>();
     metrics["model_init_s"] = model_init_s_;
     if (!cell_.checkpoint.empty()) metrics["checkpoint_load_s"] = checkpoint_load_s_;
-    metrics["parameter_count"] = static_cast<double>(parameter_count(*model_));
+    // An AOTInductor package's weights are compiled in: it has no parameters to count.
+    if (cell_.model.aoti.empty()) {
+      metrics["parameter_count"] = static_cast<double>(parameter_count(*model_));
+    }
     metrics.merge(data_->metrics());
     if (resolved_.info->forward_flops_per_sample) {  // none for TorchScript models
       metrics["flops_per_sample"] =

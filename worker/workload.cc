@@ -7,6 +7,7 @@
 
 #include "common/base/error.h"
 #include "protocol/mpi_check.h"
+#include "worker/aoti_model.h"
 #include "worker/scripted_model.h"
 
 namespace scalebench {
@@ -143,7 +144,9 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
 
 ResolvedModel resolve_model(const CellSpec& cell, std::string artifact) {
   ResolvedModel resolved;
-  if (!cell.model.torchscript.empty()) {
+  if (!cell.model.aoti.empty()) {  // the package's bytes, as for TorchScript
+    resolved.info = std::make_shared<const ModelInfo>(aoti_model_info(cell, std::move(artifact)));
+  } else if (!cell.model.torchscript.empty()) {
     if (artifact.empty()) {
       throw CellError(FailurePhase::kModelInit,
                       "TorchScript model " + cell.model.torchscript +

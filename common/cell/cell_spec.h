@@ -52,10 +52,14 @@ struct DataSpec {
   bool operator==(const DataSpec&) const = default;
 };
 
-/// The model: a zoo name ("mlp", "resnet18", ...) or a TorchScript file in the branch tree.
+/// The model: a zoo name ("mlp", "resnet18", ...), a TorchScript file or an AOTInductor
+/// package in the branch tree (exactly one is set).
 struct ModelSpec {
-  std::string zoo;          ///< zoo name; empty when `torchscript` is set
+  std::string zoo;          ///< zoo name; empty when a file is set
   std::string torchscript;  ///< path relative to the branch tree; empty for zoo models
+  /// AOTInductor package (.pt2 of torch._inductor.aoti_compile_and_package), relative to the
+  /// branch tree; inference only (docs/own-model.md).
+  std::string aoti;
   bool operator==(const ModelSpec&) const = default;
 };
 

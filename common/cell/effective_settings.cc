@@ -43,16 +43,32 @@ std::vector<SettingEffect> effective_settings(const CellSpec& cell, const Device
   add_switch(out, cell, "deterministic", true, "");
   add_switch(out, cell, "pinned_memory", facts.cuda,
              "pinned memory speeds up copies to a GPU; " + on_cpu);
-  add_switch(out, cell, "cuda_graphs", facts.cuda,
-             "CUDA graphs capture GPU kernels; " + on_cpu + ", so the forward runs eagerly");
-  add_switch(out, cell, "channels_last", facts.sample_rank == 3 || facts.sample_rank == 4,
-             "channels-last is a layout of image tensors (one sample C,H,W or C,D,H,W); this "
-             "model's samples have rank " +
-                 std::to_string(facts.sample_rank));
+  // An AOTInductor package runs the kernels compiled at export: layout, precision and graph
+  // capture were decided then (docs/own-model.md#aotinductor-packages).
+  const bool aoti = !cell.model.aoti.empty();
+  add_switch(out, cell, "cuda_graphs", facts.cuda && !aoti,
+             aoti ? "an AOTInductor package runs its own compiled kernels; capture them at "
+                    "export (torch._inductor config triton.cudagraphs)"
+                  : "CUDA graphs capture GPU kernels; " + on_cpu + ", so the forward runs eagerly");
+  add_switch(out, cell, "channels_last",
+             (facts.sample_rank == 3 || facts.sample_rank == 4) && !aoti,
+             aoti ? "an AOTInductor package's kernels are compiled for the layout it was "
+                    "exported with; export a channels-last twin to compare layouts"
+                  : "channels-last is a layout of image tensors (one sample C,H,W or C,D,H,W); "
+                    "this model's samples have rank " +
+                        std::to_string(facts.sample_rank));
 
   const SettingValue asked = find_setting("precision")->get(cell);
   SettingEffect precision{"precision", asked, asked, ""};
-  if (cell.precision == Precision::kBf16 && facts.cuda && facts.compute_major < 8) {
+  if (aoti && cell.precision != Precision::kFp32) {
+    precision.effective = std::string("fp32");
+    precision.reason =
+        "precision: an AOTInductor package runs in the dtype it was exported in (autocast "
+        "does not reach compiled kernels), so inputs stay fp32; export a " +
+        to_string(cell.precision) + " package (model.to(torch." +
+        (cell.precision == Precision::kBf16 ? "bfloat16" : "float16") +
+        ") before torch.export) as its own experiment";
+  } else if (cell.precision == Precision::kBf16 && facts.cuda && facts.compute_major < 8) {
     precision.effective = std::string("fp32");
     precision.reason =
         "precision: bf16 needs a GPU with bf16 (compute capability 8.0+); this "

@@ -159,6 +159,24 @@ class ExperimentResolver {
                                          " is above max_batch " + std::to_string(cell.max_batch) +
                                          "; batch_size auto probes from min_batch up to max_batch");
     }
+    if (!cell.model.aoti.empty() && cell.mode == Mode::kTrain) {
+      error_once(where("mode"),
+                 "an AOTInductor package is compiled for inference only (no backward, no "
+                 "parameters to train); set modes: [infer] for this experiment, or train its "
+                 "eager model (a zoo model or {torchscript: path})");
+    }
+    if (!cell.model.aoti.empty() && !cell.checkpoint.empty()) {
+      error_once(where("checkpoint"),
+                 "an AOTInductor package carries its weights compiled in; a checkpoint cannot "
+                 "replace them: export the package from the checkpoint's weights "
+                 "(python -m scalebench_client.export --checkpoint ...) and remove checkpoint");
+    }
+    if (!cell.model.aoti.empty() && cell.validate) {
+      error_once(where("validate"),
+                 "validate: an AOTInductor package cannot be re-run in fp32 inside its cell "
+                 "(its weights are compiled in); validate its eager or TorchScript twin, or "
+                 "remove validate from this experiment");
+    }
     if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
       error_once(where("optimizer.momentum"),
                  "momentum applies only to sgd; remove it or use optimizer sgd");
@@ -180,6 +198,16 @@ class ExperimentResolver {
     const auto& classes = experiment_.num_classes;
     cell.input_shape = shape.value.value_or(std::vector<int64_t>{});
     cell.num_classes = classes.value.value_or(0);
+    if (!cell.model.aoti.empty()) {  // docs/own-model.md#aotinductor-packages
+      if (cell.input_shape.empty()) {
+        error(origin(shape, experiment_.where),
+              "an AOTInductor package has no default input shape; set input_shape (one "
+              "sample's shape, as exported without the batch dimension)");
+      }
+      if (cell.num_classes == 0) cell.num_classes = 1;  // unused: inference has no loss
+      check_input_elements(cell.input_shape, origin(shape, experiment_.where));
+      return;
+    }
     if (!cell.model.torchscript.empty()) {
       if (cell.input_shape.empty()) {
         error(origin(shape, experiment_.where),
@@ -214,7 +242,8 @@ class ExperimentResolver {
   void resolve_program(CellSpec& cell) {
     cell.program = experiment_.program;
     const auto& where = experiment_.program_where;
-    if (!experiment_.model.zoo.empty() || !experiment_.model.torchscript.empty()) {
+    if (!experiment_.model.zoo.empty() || !experiment_.model.torchscript.empty() ||
+        !experiment_.model.aoti.empty()) {
       error(where, "an experiment has either model or program, not both; remove one");
     }
     std::vector<std::string> texts = cell.program.command;

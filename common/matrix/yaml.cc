@@ -253,7 +253,10 @@ void read_experiment_keys(const YAML::Node& node, const std::string& path, Reade
     const std::string at = child_path(path, "model");
     experiment.model_where = reader.where(model, at);
     experiment.model = ModelSpec{};
-    if (model.IsMap()) {
+    if (model.IsMap() && model["aoti"]) {
+      experiment.model.aoti =
+          reader.scalar<std::string>(model["aoti"], at + ".aoti", "a path").value_or("");
+    } else if (model.IsMap()) {
       experiment.model.torchscript =
           reader.scalar<std::string>(model["torchscript"], at + ".torchscript", "a path")
               .value_or("");
@@ -308,8 +311,9 @@ ExperimentRequest read_experiment(const YAML::Node& node, const std::string& pat
   read_experiment_keys(node, path, reader, diagnostics, experiment);
   if (!node["name"]) {
     const auto& model_spec = experiment.model;
-    experiment.name = !model_spec.zoo.empty()
-                          ? model_spec.zoo
+    experiment.name = !model_spec.zoo.empty() ? model_spec.zoo
+                      : !model_spec.aoti.empty()
+                          ? std::filesystem::path(model_spec.aoti).stem().string()
                           : std::filesystem::path(model_spec.torchscript).stem().string();
   }
   return experiment;

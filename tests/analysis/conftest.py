@@ -38,6 +38,7 @@ FILE_FIXTURES = {
     "SCALEBENCH_LIGHTNING_TASKS_FILE": {"lightning_tasks_file"},
     "SCALEBENCH_JAX_FILE": {"jax_file"},
     "SCALEBENCH_KERAS_FILE": {"keras_file"},
+    "SCALEBENCH_AOTI_FILE": {"aoti_file"},  # test_aoti_cells.py
 }
 
 

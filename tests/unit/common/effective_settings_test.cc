@@ -63,6 +63,22 @@ TEST(EffectiveSettings, OlderGpuLosesTf32AndBf16) {
   EXPECT_EQ(effects.at("channels_last").effective, SettingValue(false)) << "rank unknown";
 }
 
+TEST(EffectiveSettings, AnAotiPackageRunsAsCompiledEvenOnAnH100) {
+  CellSpec cell = all_on();
+  cell.mode = Mode::kInfer;
+  cell.model.aoti = "build/net.pt2";
+  const DeviceFacts h100{.cuda = true, .compute_major = 9, .cudnn = true, .sample_rank = 3};
+  const auto effects = by_key(effective_settings(cell, h100));
+  for (const char* key : {"cuda_graphs", "channels_last"}) {
+    SCOPED_TRACE(key);
+    EXPECT_EQ(effects.at(key).effective, SettingValue(false));
+    EXPECT_THAT(effects.at(key).reason, HasSubstr("AOTInductor package"));
+  }
+  EXPECT_EQ(effects.at("precision").effective, SettingValue(std::string("fp32")));
+  EXPECT_THAT(effects.at("precision").reason, HasSubstr("export a bf16 package"));
+  EXPECT_EQ(effects.at("tf32").effective, SettingValue(true)) << "a CUDA math mode still applies";
+}
+
 TEST(EffectiveSettings, SwitchesThatAreOffAreAlwaysEffectiveAndInferenceHasNoOptimizer) {
   CellSpec cell;
   cell.mode = Mode::kInfer;

@@ -34,6 +34,8 @@ const MalformedCase kCases[] = {
     {"alias_bomb.yaml", 6, "takes the document past 100000 nodes"},
     {"alias_bomb_maps.yaml", 6, "takes the document past 100000 nodes"},
     {"alias_cycle.yaml", 3, "refers to a node that contains it"},
+    {"aoti_no_shape.yaml", 6, "an AOTInductor package has no default input shape"},
+    {"aoti_train.yaml", 4, "compiled for inference only"},
     {"bad_device.yaml", 8, "auto, cpu, cuda"},
     {"baseline_bare_branch.yaml", 2, "write baseline: {branch: main}"},
     {"baseline_unknown_branch.yaml", 4,
