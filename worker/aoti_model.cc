@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -64,13 +65,21 @@ class PackageFile {
 
 class AotiModel : public models::ZooModel {
  public:
-  AotiModel(const std::string& bytes, std::string source) : source_(std::move(source)) {
+  /// `flops_per_sample` receives the package's metadata scalebench.flops_per_sample (NaN
+  /// when it has none).
+  AotiModel(const std::string& bytes, std::string source, double& flops_per_sample)
+      : source_(std::move(source)) {
     const PackageFile file(bytes);  // the loader unpacks what it needs while constructed
     try {
       loader_ = std::make_unique<torch::inductor::AOTIModelPackageLoader>(file.path().string());
       const auto metadata = loader_->get_metadata();
       if (const auto it = metadata.find("AOTI_DEVICE_KEY"); it != metadata.end()) {
         device_ = it->second;
+      }
+      if (const auto it = metadata.find("scalebench.flops_per_sample"); it != metadata.end()) {
+        char* end = nullptr;
+        const double flops = std::strtod(it->second.c_str(), &end);
+        if (end != it->second.c_str() && flops > 0) flops_per_sample = flops;
       }
       if (const auto it = metadata.find("scalebench.input_shape"); it != metadata.end()) {
         exported_shape_ = it->second;
@@ -174,14 +183,18 @@ ModelInfo aoti_model_info(const CellSpec& cell, std::string artifact) {
       throw InputError("AOTInductor package " + source + " needs input_shape in the matrix");
     }
   };
-  info.build = [bytes = std::move(artifact), source = cell.model.aoti](
+  // The package's own FLOP count (python -m scalebench_client.export records it), known once
+  // `build` loaded it: NaN until then and for packages without one.
+  auto flops = std::make_shared<double>(std::numeric_limits<double>::quiet_NaN());
+  info.forward_flops_per_sample = [flops](const std::vector<int64_t>&, int64_t) { return *flops; };
+  info.build = [bytes = std::move(artifact), source = cell.model.aoti, flops](
                    const std::vector<int64_t>&, int64_t) -> std::shared_ptr<models::ZooModel> {
 #ifdef SCALEBENCH_HAVE_AOTI
     if (bytes.empty()) {
       throw CellError(FailurePhase::kModelInit,
                       "AOTInductor package " + source + ": rank 0 sent no bytes (an empty file?)");
     }
-    return std::make_shared<AotiModel>(bytes, source);
+    return std::make_shared<AotiModel>(bytes, source, *flops);
 #else
     throw CellError(FailurePhase::kModelInit,
                     "AOTInductor package " + source + ": this build's LibTorch (" +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -132,8 +133,12 @@ class InferWorkload : public Workload {
     }
     metrics.merge(data_->metrics());
     if (resolved_.info->forward_flops_per_sample) {  // none for TorchScript models
-      metrics["flops_per_sample"] =
-          resolved_.info->forward_flops_per_sample(resolved_.input_shape, resolved_.num_classes);
+      // NaN: an AOTInductor package that records no count (absent, never guessed).
+      if (const double flops = resolved_.info->forward_flops_per_sample(resolved_.input_shape,
+                                                                        resolved_.num_classes);
+          std::isfinite(flops)) {
+        metrics["flops_per_sample"] = flops;
+      }
     }
     metrics["samples"] = static_cast<double>(shard_.count);
     metrics["dataset_samples"] = static_cast<double>(samples_);

@@ -139,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="also write every plot of the HTML report as DIR/<plot>.png (DIR is created)",
     )
+    a.add_argument(
+        "--peak-flops",
+        metavar="FILE",
+        help='JSON {"devices": {"<device name part>": {"bf16": FLOP/s, ...}}} added to the '
+        "shipped peak table of the MFU section (docs/metrics.md#mfu)",
+    )
     _add_output(a)
     _add_baselines(a)
     _add_quality(a)
@@ -192,6 +198,7 @@ def _options(args) -> AnalysisOptions:
         baseline=baseline,
         baseline_file=getattr(args, "baseline_file", None),
         ablation=getattr(args, "ablation", False) or args.command == "report",
+        peak_flops=getattr(args, "peak_flops", None),
         gate=compare.GateOptions(
             threshold=args.threshold,
             alpha=args.alpha,

@@ -60,6 +60,9 @@ def test_packages_run_at_every_batch_and_world_size(cells):
             assert cell["status"] == "ok", (batch, world, cell["reason"])
             assert cell["model"] == "aoti:build/net.pt2"
             assert "parameter_count" not in cell["metrics"], "the weights are compiled in"
+            # The export helper's torch.utils.flop_counter count, from the package's metadata:
+            # conv 2 x 3*9*8 x 32*32 + linear 2 x 128*10 (docs/examples/own_model/aoti/net.py).
+            assert list(cell["metrics"]["flops_per_sample"]) == [444928.0] * world
 
 
 def test_the_package_computes_what_torchscript_computes(cells):
@@ -70,6 +73,15 @@ def test_the_package_computes_what_torchscript_computes(cells):
             package = cells[("aoti", batch, world)]["metrics"]["output_checksum"].sum()
             script = cells[("torchscript", batch, world)]["metrics"]["output_checksum"].sum()
             assert abs(package - script) <= 1e-4 * max(1.0, abs(script)), (package, script)
+
+
+def test_the_packages_flops_give_the_mfu_section_its_rows(aoti_file):
+    from scalebench_analysis.read.loader import load
+    from scalebench_analysis.tables import mfu
+
+    table = mfu.mfu_table(load(aoti_file))
+    assert len(table) == 5, table  # the ok package cells; TorchScript has no count
+    assert (table.achieved_tflops > 0).all() and table.mfu.isna().all(), "CPU: no MFU"
 
 
 def test_a_static_batch_refuses_another_batch_naming_the_exported_shape(cells):

@@ -30,6 +30,8 @@ TITLES = {
         "Accuracy: each validated cell against its fp32 reference, or a program cell against "
         "its baseline cell (the file's verdict)"
     ),
+    "mfu": "Model FLOPs utilisation: achieved model FLOP/s against the device's dense peak at "
+    "the precision used (NaN: CPU, or a device not in the table)",
     "speedup": "Speedup against the baseline",
     "speedup_vs_file": "Speedup against the baseline file",
     "regressions": "Regression gate (ratio = median time new / base; > 1 is slower)",

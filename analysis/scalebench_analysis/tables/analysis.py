@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..read.loader import Results, load
-from . import ablation, accuracy, batch, compare, quality, repetitions, scaling, startup
+from . import ablation, accuracy, batch, compare, mfu, quality, repetitions, scaling, startup
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,7 @@ class AnalysisOptions:
     baseline_file: str | None = None
     gate: compare.GateOptions = compare.GateOptions()
     ablation: bool = False  # the ablation tables and recommendations (ablation.py)
+    peak_flops: str | None = None  # the user's peak FLOP/s table, added to mfu.py's
 
 
 @dataclass
@@ -27,7 +28,8 @@ class Analysis:
     repetitions (only when the file has `/series`: repetitions.repetitions_table), scaling,
     batch, batch_study and batch_curve (only when the file has a batch study: an auto
     cell or a listed-batch group, batch.py Note [Batch study]), stragglers, startup (cells
-    with start-up figures: startup.py), accuracy
+    with start-up figures: startup.py), mfu (cells whose model FLOPs are known: mfu.py),
+    accuracy
     (only when a cell has an accuracy group), then the ablation tables and speedup /
     regressions when asked for."""
 
@@ -147,6 +149,9 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     started = startup.startup_table(results)
     if len(started):
         out.sections["startup"] = started
+    utilisation = mfu.mfu_table(results, mfu.load_peaks(options.peak_flops))
+    if len(utilisation):
+        out.sections["mfu"] = utilisation
     checked = accuracy.accuracy_table(results.cells)
     if len(checked):
         out.sections["accuracy"] = checked
