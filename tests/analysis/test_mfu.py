@@ -11,11 +11,11 @@ import h5py
 import numpy as np
 import pytest
 
-import make_results
 from scalebench_analysis.errors import UsageError
 from scalebench_analysis.read.loader import load
 from scalebench_analysis.tables import mfu
 
+import make_results
 from conftest import run_cli
 
 
