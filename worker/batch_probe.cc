@@ -93,6 +93,31 @@ void loop_statistics(const LoopResult& loop, const Workload& workload, LocalProb
   local.timed_out = loop.timed_out;
 }
 
+/// Note [Batch search start]: after a non-memory failure of the probe of `batch`, restarts
+/// `search` at twice that batch when nothing has fit yet and max_batch is not reached, and
+/// records why in `outcome`; false when the failure must fail the cell. `failure` is this
+/// rank's reason ("" when another rank failed): every rank decides alike from the search.
+bool move_start_up(BatchSearch& search, int64_t batch, const CellSpec& cell,
+                   const std::string& failure, BatchSearchOutcome& outcome) {
+  const bool fitted = std::any_of(outcome.probes.begin(), outcome.probes.end(),
+                                  [](const BatchProbe& p) { return p.status == ProbeStatus::kOk; });
+  if (fitted || batch >= cell.max_batch) return false;
+  const int64_t start = std::min(batch * 2, cell.max_batch);
+  search = BatchSearch(start, cell.max_batch);
+  outcome.start_batch = start;
+  if (outcome.start_reason.empty()) {
+    const std::string detail = failure.substr(0, failure.find('\n'));
+    outcome.start_reason =
+        "min_batch: batch " + std::to_string(batch) + " failed for a reason other than memory" +
+        (detail.empty() ? std::string(" (on another rank)") : " (" + detail + ")") +
+        ", so the search started above it";
+  }
+  outcome.start_reason = outcome.start_reason.substr(0, outcome.start_reason.rfind(", so")) +
+                         ", so the search started at " + std::to_string(start);
+  SB_LOG(info) << "batch search: " << batch << " failed (not memory); starting at " << start;
+  return true;
+}
+
 double test_budget_or(double budget, int world_rank) {
   return g_test_budget_rank.load() == world_rank ? g_test_budget_bytes.load() : budget;
 }
@@ -142,6 +167,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       const GroupOutcome lone = reduce_probe(alone, batch, world, group);
       if (lone.failed || lone.probe.status != ProbeStatus::kOk) {
         if (lone.failed) {
+          if (move_start_up(search, batch, cell, alone.failure, outcome)) continue;
           throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, alone.failure));
         }
         BatchProbe failed = lone.probe;
@@ -166,6 +192,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
     });
     const GroupOutcome reduced = reduce_probe(local, batch, world, group);
     if (reduced.failed) {
+      if (move_start_up(search, batch, cell, local.failure, outcome)) continue;
       throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, local.failure));
     }
     if (reduced.timed_out) {

@@ -142,6 +142,11 @@ void record_search(const BatchSearchOutcome& search, RankResult& result) {
   result.probes = search.probes;
   result.metrics["memory_budget_bytes"] = search.budget_bytes;
   result.metrics["batch_search_s"] = search.search_s;
+  if (search.start_batch > 0) {  // Note [Batch search start] in worker/batch_probe.h
+    result.metrics["batch_search_start"] = static_cast<double>(search.start_batch);
+    result.effective["min_batch"] = std::to_string(search.start_batch);
+    result.ineffective_reasons.push_back(search.start_reason);
+  }
 }
 
 /// memory_limit_mb: a peak above it records the rank `oom` with the batch and the figures

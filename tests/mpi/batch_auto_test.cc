@@ -151,6 +151,27 @@ TEST(BatchAutoMpi, ABudgetExceededOnOneRankOnlyFailsTheProbeForAllWithoutAHang) 
   EXPECT_EQ(chosen, chosen_max);
 }
 
+TEST(BatchAutoMpi, ABatchNormModelStartsWhereItCanTrain) {
+  // Note [Batch search start]: ResNet-18 on 3x32x32 ends in 1x1 features, where batch norm
+  // cannot train on one sample; min_batch is left at 1, as a user would.
+  CellSpec automatic = memory_cell(kBatchAuto);
+  automatic.input_shape = {3, 32, 32};
+  automatic.max_batch = 8;
+  automatic.memory_limit_mb = 1 << 20;
+  const RankResult r = run_cell(automatic, MPI_COMM_WORLD);
+  ASSERT_EQ(r.status, CellStatus::kOk) << r.reason;
+  EXPECT_EQ(r.effective.at("min_batch"), "2");
+  EXPECT_EQ(r.metrics.at("batch_search_start"), 2.0);
+  ASSERT_EQ(r.ineffective_reasons.size(), 1U);
+  EXPECT_NE(r.ineffective_reasons[0].find("batch 1 failed for a reason other than memory"),
+            std::string::npos)
+      << r.ineffective_reasons[0];
+  EXPECT_NE(r.ineffective_reasons[0].find("started at 2"), std::string::npos);
+  ASSERT_FALSE(r.probes.empty());
+  EXPECT_EQ(r.probes.front().batch, 2);
+  EXPECT_GE(r.metrics.at("batch_size"), 2.0);
+}
+
 TEST(BatchAutoMpi, NothingFitsIsOomInTheBatchSearchWithTheProbesKept) {
   CellSpec automatic = memory_cell(kBatchAuto);
   automatic.memory_limit_mb = 1;  // below any process's resident set

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..tables import batch, compare, repetitions
+from ..tables import batch, compare, repetitions, summary
 from ..tables.analysis import Analysis
 
 TITLES = {
@@ -212,6 +212,8 @@ def _empty_text(name: str) -> str:
 
 
 def to_console(analysis: Analysis) -> str:
+    """Every section, then the summary (tables/summary.py): the last lines on the screen are
+    the answer."""
     parts = []
     for name, frame in analysis.sections.items():
         parts.append(f"== {TITLES.get(name, name)} ==")
@@ -221,6 +223,10 @@ def to_console(analysis: Analysis) -> str:
         else:
             parts.append(shown.to_string(index=False) if len(shown) else _empty_text(name))
         parts.extend(f"  * {line}" for line in section_notes(analysis, name, frame))
+        parts.append("")
+    if "cells" in analysis.sections:
+        parts.append("== Summary ==")
+        parts.extend(f"  {line}" for line in summary.summary_lines(analysis))
         parts.append("")
     return "\n".join(parts)
 
@@ -242,6 +248,9 @@ def to_markdown(analysis: Analysis) -> str:
     Note [Batch study]) and of the repeated cells (each series' figures with their
     intervals), then every section as a Markdown table."""
     parts = [f"# scalebench analysis: `{analysis.results.path}`", ""]
+    if "cells" in analysis.sections:
+        parts += ["## Summary", ""] + [f"* {line}" for line in summary.summary_lines(analysis)]
+        parts.append("")
     studies = analysis.batch_studies
     if studies is not None and len(studies):
         parts += ["## Batch size: executive summary", "", batch.executive_summary(studies)]
@@ -269,6 +278,7 @@ def to_json(analysis: Analysis) -> str:
         "file": analysis.results.path,
         "layout_version": analysis.results.layout_version,
         "meta": meta,
+        "summary": summary.summary_lines(analysis) if "cells" in analysis.sections else [],
         "sections": sections,
     }
     return json.dumps(document, indent=2, default=str)

@@ -8,7 +8,7 @@ import re
 
 import jinja2
 
-from ..tables import batch, compare
+from ..tables import batch, compare, summary
 from ..tables.analysis import Analysis
 from .batch_plots import BATCH_PLOTS
 from .figures import figure_png
@@ -42,6 +42,8 @@ _TEMPLATE = """<!DOCTYPE html>
 <h1>{{ title }}</h1>
 <div class="meta">{% for f, v in overview %}
  <span><b>{{ f }}</b>: {{ v }}</span>&nbsp;&nbsp; {% endfor %}</div>
+{% if summary %}<h2>Summary</h2>
+<ul class="summary">{% for line in summary %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
 <div class="cards">{% for card in cards %}
  <div class="card {{ card.kind }}"><b>{{ card.value }}</b>{{ card.name }}</div>{% endfor %}
 </div>
@@ -250,6 +252,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         title=title or f"scalebench report: {analysis.results.path}",
         overview=list(zip(overview.field, overview.value)),
         cards=_cards(analysis),
+        summary=summary.summary_lines(analysis) if "cells" in analysis.sections else [],
         plots=plots,
         studies=studies,
         batch_plots=rendered(BATCH_PLOTS) if studies else [],

@@ -1,0 +1,46 @@
+"""The answer first (tables/summary.py): analyze ends with a short summary, the JSON and
+Markdown outputs carry it, the HTML report opens with it; its facts are the analysis' own
+(fastest ok cell per experiment and mode, failures, untrusted cells with a remedy)."""
+
+from __future__ import annotations
+
+import json
+
+from scalebench_analysis.tables.analysis import AnalysisOptions, analyze
+from scalebench_analysis.tables.summary import summary_lines
+
+from conftest import run_cli
+
+
+def test_the_summary_names_the_fastest_cell_of_every_experiment(results_file):
+    analysis = analyze(results_file, AnalysisOptions())
+    lines = summary_lines(analysis)
+    cells = analysis.sections["cells"]
+    ok = cells[cells.status == "ok"]
+    assert lines[0].startswith(f"{len(cells)} cells: {len(ok)} ok")
+    for (experiment, mode), group in ok.groupby(["experiment", "mode"]):
+        line = next(x for x in lines if x.startswith(f"{experiment} {mode}: fastest "))
+        trusted = group[group.trusted == True]  # noqa: E712
+        pool = trusted if len(trusted) else group
+        best = pool.loc[pool.throughput_samples_per_s.idxmax()]
+        assert f"fastest {best.label}," in line, (line, best.label)
+    failed = cells[~cells.status.isin(["ok", "skipped"])]
+    for status in set(failed.status):
+        assert any(x.startswith(f"{(failed.status == status).sum()} {status}: ") for x in lines)
+    if (ok.trusted != True).any():  # noqa: E712
+        assert any("untrusted cells: " in x for x in lines), lines
+    assert lines[-1].startswith("plots and every table: scalebench-analysis report ")
+
+
+def test_analyze_ends_with_the_summary_and_every_format_carries_it(results_file, tmp_path):
+    console = run_cli("analyze", results_file, check_rc=0).stdout.rstrip("\n").splitlines()
+    start = console.index("== Summary ==")
+    assert all(line.startswith("  ") for line in console[start + 1 :]), "nothing after it"
+    document = json.loads(run_cli("analyze", results_file, "--format", "json").stdout)
+    assert document["summary"] == [line.strip() for line in console[start + 1 :]]
+    markdown = run_cli("analyze", results_file, "--format", "markdown").stdout
+    assert markdown.index("## Summary") < markdown.index("\n| "), "before the first table"
+    report = tmp_path / "report.html"
+    run_cli("report", results_file, "-o", str(report), check_rc=0)
+    html = report.read_text()
+    assert html.index("<h2>Summary</h2>") < html.index("<img"), "the report opens with it"
