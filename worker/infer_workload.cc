@@ -186,6 +186,7 @@ class InferWorkload : public Workload {
     const OutputSums group = reduce_output_sums(sums, group_);
     if (!cell_.model.torchscript.empty() && !outputs.empty()) {  // Note [Accuracy across cells]
       std::vector<torch::Tensor> mine;
+      mine.reserve(outputs.size());
       for (const auto& pair : outputs) mine.push_back(pair.first);
       const auto all = torch::cat(mine).to(torch::kCPU, torch::kFloat).contiguous();
       OutputArray handed;
