@@ -188,9 +188,15 @@ std::vector<std::string> link_names(hid_t group) {
   return names;
 }
 
-Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
-                                const std::vector<hsize_t>& dims, const std::vector<double>& values,
-                                const std::vector<hsize_t>& chunk, int gzip_level) {
+namespace {
+
+/// A numeric dataset of `file_type` from row-major `values` of `memory_type` (T), optionally
+/// chunked and compressed: the body of write_double_dataset and write_float_dataset.
+template <typename T>
+Hdf5Handle write_numeric_dataset(hid_t location, const std::string& name,
+                                 const std::vector<hsize_t>& dims, const std::vector<T>& values,
+                                 hid_t file_type, hid_t memory_type,
+                                 const std::vector<hsize_t>& chunk, int gzip_level) {
   const hsize_t total = std::accumulate(dims.begin(), dims.end(), hsize_t{1}, std::multiplies<>());
   if (total != values.size()) {
     throw Hdf5Error(format_library_error("HDF5", __FILE__, __LINE__, "dataset '" + name + "'",
@@ -207,44 +213,44 @@ Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
     }
   }
   Hdf5Handle dataset = own_dataset(HDF5_CHECK(
-      H5Dcreate2(location, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, create, H5P_DEFAULT)));
+      H5Dcreate2(location, name.c_str(), file_type, space, H5P_DEFAULT, create, H5P_DEFAULT)));
   if (total > 0) {
-    HDF5_CHECK(H5Dwrite(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+    HDF5_CHECK(H5Dwrite(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
   }
   return dataset;
+}
+
+/// Every value of a numeric dataset, converted by HDF5 to `memory_type` (T), row-major.
+template <typename T>
+std::vector<T> read_numeric_dataset(hid_t location, const std::string& name, hid_t memory_type) {
+  const Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dopen2(location, name.c_str(), H5P_DEFAULT)));
+  const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Dget_space(dataset)));
+  std::vector<T> values(element_count(space));
+  if (!values.empty()) {
+    HDF5_CHECK(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+  }
+  return values;
+}
+
+}  // namespace
+
+Hdf5Handle write_double_dataset(hid_t location, const std::string& name,
+                                const std::vector<hsize_t>& dims, const std::vector<double>& values,
+                                const std::vector<hsize_t>& chunk, int gzip_level) {
+  return write_numeric_dataset(location, name, dims, values, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                               chunk, gzip_level);
 }
 
 Hdf5Handle write_float_dataset(hid_t location, const std::string& name,
                                const std::vector<hsize_t>& dims, const std::vector<float>& values) {
-  const hsize_t total = std::accumulate(dims.begin(), dims.end(), hsize_t{1}, std::multiplies<>());
-  if (total != values.size()) {
-    throw Hdf5Error(format_library_error("HDF5", __FILE__, __LINE__, "dataset '" + name + "'",
-                                         "value count does not match the shape"));
-  }
-  const Hdf5Handle space = own_dataspace(
-      HDF5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)));
-  const Hdf5Handle create = own_plist(HDF5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
-  if (total > 0 && !dims.empty()) {
-    HDF5_CHECK(H5Pset_chunk(create, static_cast<int>(dims.size()), dims.data()));
-    HDF5_CHECK(H5Pset_shuffle(create));
-    HDF5_CHECK(H5Pset_deflate(create, 4));
-  }
-  Hdf5Handle dataset = own_dataset(HDF5_CHECK(
-      H5Dcreate2(location, name.c_str(), H5T_IEEE_F32LE, space, H5P_DEFAULT, create, H5P_DEFAULT)));
-  if (total > 0) {
-    HDF5_CHECK(H5Dwrite(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
-  }
-  return dataset;
+  // One chunk of the whole array (read whole), gzip: model outputs compress well.
+  const bool chunked = !dims.empty() && !values.empty();
+  return write_numeric_dataset(location, name, dims, values, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT,
+                               chunked ? dims : std::vector<hsize_t>{}, 4);
 }
 
 std::vector<float> read_float_dataset(hid_t location, const std::string& name) {
-  const Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dopen2(location, name.c_str(), H5P_DEFAULT)));
-  const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Dget_space(dataset)));
-  std::vector<float> values(element_count(space));
-  if (!values.empty()) {
-    HDF5_CHECK(H5Dread(dataset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
-  }
-  return values;
+  return read_numeric_dataset<float>(location, name, H5T_NATIVE_FLOAT);
 }
 
 Hdf5Handle write_string_dataset(hid_t location, const std::string& name,
@@ -276,13 +282,7 @@ std::vector<hsize_t> dataset_dims(hid_t location, const std::string& name) {
 }
 
 std::vector<double> read_double_dataset(hid_t location, const std::string& name) {
-  const Hdf5Handle dataset = own_dataset(HDF5_CHECK(H5Dopen2(location, name.c_str(), H5P_DEFAULT)));
-  const Hdf5Handle space = own_dataspace(HDF5_CHECK(H5Dget_space(dataset)));
-  std::vector<double> values(element_count(space));
-  if (!values.empty()) {
-    HDF5_CHECK(H5Dread(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
-  }
-  return values;
+  return read_numeric_dataset<double>(location, name, H5T_NATIVE_DOUBLE);
 }
 
 std::vector<std::string> read_string_dataset(hid_t location, const std::string& name) {

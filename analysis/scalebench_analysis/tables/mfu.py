@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..read.loader import Results
+from .startup import ok_cells_with_ranks
 
 COLUMNS = [
     "label",
@@ -99,15 +100,8 @@ def _precision_used(cell) -> str:
 def mfu_table(results: Results, peaks: dict | None = None) -> pd.DataFrame:
     """One row per ok cell whose model FLOPs are known (see the module's doc)."""
     peaks = default_peaks() if peaks is None else peaks
-    ranks = results.rank_metrics
-    by_cell = dict(tuple(ranks.groupby("cell_id"))) if len(ranks) else {}
     rows = []
-    for cell in results.cells.itertuples():
-        if cell.status != "ok":
-            continue
-        mine = by_cell.get(cell.cell_id)
-        if mine is None:
-            continue
+    for cell, mine in ok_cells_with_ranks(results):
         metric = "train_flops_per_sample" if cell.mode == "train" else "flops_per_sample"
         if metric not in mine or mine[metric].dropna().empty:
             continue

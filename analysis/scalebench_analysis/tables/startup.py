@@ -41,15 +41,20 @@ def _first_iteration(results: Results, cell_id: str, mode: str) -> float:
     return float(np.nanmedian(values[:, 0]))
 
 
-def startup_table(results: Results) -> pd.DataFrame:
-    """One row per ok cell with at least one start-up figure (see the module's doc)."""
+def ok_cells_with_ranks(results: Results):
+    """(cell row, its rows of `rank_metrics`, empty when it has none) of every ok cell, in the
+    cells table's order: what the per-cell tables built from rank metrics iterate over."""
     ranks = results.rank_metrics
     by_cell = dict(tuple(ranks.groupby("cell_id"))) if len(ranks) else {}
-    rows = []
     for cell in results.cells.itertuples():
-        if cell.status != "ok":
-            continue
-        mine = by_cell.get(cell.cell_id, ranks.iloc[0:0])
+        if cell.status == "ok":
+            yield cell, by_cell.get(cell.cell_id, ranks.iloc[0:0])
+
+
+def startup_table(results: Results) -> pd.DataFrame:
+    """One row per ok cell with at least one start-up figure (see the module's doc)."""
+    rows = []
+    for cell, mine in ok_cells_with_ranks(results):
         row = {"label": cell.label, "cell_id": cell.cell_id, "model": getattr(cell, "model", "")}
         for column, metric in _METRICS.items():
             values = mine[metric].dropna() if metric in mine else pd.Series(dtype=float)
