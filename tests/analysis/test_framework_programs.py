@@ -132,3 +132,69 @@ def test_keras_reports_each_training_batch(keras_file):
         )
         assert np.all(measured(cell, "train_step") > 0)
         assert np.allclose(shares(cell, ("data", "train_step")), 1.0, atol=1e-6)
+
+
+#: A tf.keras training script with the Keras adapter's callback (docs/programs.md#keras).
+_TF_KERAS_SCRIPT = """
+import numpy as np
+import tensorflow as tf
+import scalebench_client.keras as sbk
+
+model = tf.keras.Sequential([tf.keras.layers.Input((8,)), tf.keras.layers.Dense(4)])
+model.compile(optimizer="sgd", loss="mse")
+x = np.random.rand(64, 8).astype("float32")
+y = np.random.rand(64, 4).astype("float32")
+model.fit(x, y, batch_size=8, epochs=1, callbacks=[sbk.callback()], verbose=0)
+"""
+
+
+def _tensorflow_python() -> str:
+    """A Python with TensorFlow (SCALEBENCH_TF_PYTHON, else the frameworks' environment),
+    or skip: CI runs Keras 3 on JAX and installs no TensorFlow."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [
+        os.environ.get("SCALEBENCH_TF_PYTHON", ""),
+        os.path.join(here, "..", "..", ".venv-frameworks", "bin", "python"),
+    ]
+    for python in filter(None, candidates):
+        if not os.path.exists(python):
+            continue
+        probe = subprocess.run([python, "-c", "import tensorflow"], capture_output=True)
+        if probe.returncode == 0:
+            return python
+    pytest.skip("no TensorFlow installed (set SCALEBENCH_TF_PYTHON to a Python that has it)")
+    return ""
+
+
+def test_tf_keras_reports_each_batch_where_tensorflow_is_installed(tmp_path):
+    """The Keras adapter with tf.keras (TensorFlow's Keras), on the report channel a worker
+    opens: one step record per batch of fit, each with its data and train_step phases."""
+    import json
+    import subprocess
+
+    python = _tensorflow_python()
+    script = tmp_path / "train.py"
+    script.write_text(_TF_KERAS_SCRIPT)
+    read, write = os.pipe()
+    client = os.path.join(os.path.dirname(__file__), "..", "..", "protocol", "client")
+    env = dict(
+        os.environ,
+        SCALEBENCH_REPORT_FD=str(write),
+        SCALEBENCH_MODE="train",
+        SCALEBENCH_WARMUP="1",
+        PYTHONPATH=os.path.abspath(client),
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    done = subprocess.run(
+        [python, str(script)], env=env, pass_fds=(write,), capture_output=True, timeout=600
+    )
+    os.close(write)
+    with os.fdopen(read) as channel:
+        records = [json.loads(line) for line in channel if line.strip()]
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    steps = [r for r in records if r["type"] == "step"]
+    assert len(steps) == 64 // 8, records
+    assert all(set(s["phases"]) == {"data", "train_step"} for s in steps[1:]), steps
+    assert [r["framework"] for r in records if r["type"] == "hello"] in (["keras"], ["tensorflow"])
