@@ -76,6 +76,23 @@ def test_lightning_reports_its_phases_on_every_rank_of_both_branches(lightning_f
             assert 0 < metrics["program_startup_s"] < 300, metrics
 
 
+def test_the_bf16_channels_last_branch_computes_what_main_computes(lightning_file):
+    """train.py hands its trained model's logits on fixed images; with baseline: {branch:
+    main} the optimised branch's are compared with main's (Note [Accuracy across cells]):
+    bf16-mixed + channels-last passes at the default tolerance, main is the baseline."""
+    cells = {
+        (c["attrs"]["branch"], int(c["attrs"]["world_size"])): c
+        for c in read_program_cells(lightning_file).values()
+    }
+    for world in (1, 2):
+        assert cells[("main", world)]["accuracy"] is None
+        accuracy = cells[("bf16-channels-last", world)]["accuracy"]
+        assert accuracy is not None and accuracy["kind"] == "outputs", world
+        assert accuracy["verdict"] == "passed", (world, accuracy["failed_checks"])
+        assert accuracy["reference_cell"] == cells[("main", world)]["cell_id"]
+        assert accuracy["validation_samples"] == 64
+
+
 def test_lightning_branches_differ_and_compare_gives_a_verdict(lightning_file):
     gate = run_cli("compare", lightning_file, "--branches", "main", "bf16-channels-last")
     assert gate.returncode in (0, 1), gate.stderr
