@@ -81,7 +81,9 @@ def hand_validation_outputs(trainer: L.Trainer, model: L.LightningModule, cfg) -
     if not sb.wants_outputs():
         return
     generator = torch.Generator().manual_seed(1000 + trainer.global_rank)
-    images = torch.randn(64, cfg.data.channels, cfg.data.size, cfg.data.size, generator=generator)
+    images = torch.randn(
+        64, cfg.data.channels, cfg.data.size, cfg.data.size, generator=generator
+    )
     model.eval()
     with torch.no_grad(), trainer.precision_plugin.forward_context():
         sb.outputs(model(images.to(model.device)).float())
