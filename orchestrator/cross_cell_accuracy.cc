@@ -1,6 +1,7 @@
 #include "orchestrator/cross_cell_accuracy.h"
 
 #include <map>
+#include <utility>
 
 #include "common/base/error.h"
 #include "common/base/logging.h"
@@ -102,12 +103,12 @@ int compare_across_cells(const std::vector<CellSpec>& cells, const BaselineSpec&
                                              to_string(it->second.status) + ", not ok");
         continue;
       }
-      const auto mine = store.validation(cell->cell_id);
+      auto mine = store.validation(cell->cell_id);
       if (!mine.reference_cell.empty()) continue;  // compared by an earlier run
-      const auto theirs = store.validation(base->cell_id);
+      auto theirs = store.validation(base->cell_id);
       CrossCellInputs inputs;
-      inputs.outputs = mine.outputs;
-      inputs.baseline_outputs = theirs.outputs;
+      inputs.outputs = std::move(mine.outputs);  // the arrays are large: moved, not copied
+      inputs.baseline_outputs = std::move(theirs.outputs);
       for (const auto& ranks : {std::make_pair(&mine, &inputs.metrics),
                                 std::make_pair(&theirs, &inputs.baseline_metrics)}) {
         for (const auto& rank : ranks.first->metrics) {

@@ -9,11 +9,11 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/base/error.h"
+#include "common/cell/output_comparison.h"
 
 #if __has_include(<torch/csrc/inductor/aoti_package/model_package_loader.h>) && \
     (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6))
@@ -23,12 +23,6 @@
 
 namespace scalebench {
 namespace {
-
-std::string shape_text(at::IntArrayRef shape) {
-  std::ostringstream out;
-  out << shape;
-  return out.str();
-}
 
 #ifdef SCALEBENCH_HAVE_AOTI
 
@@ -123,7 +117,7 @@ class AotiModel : public models::ZooModel {
                       "AOTInductor package " + source_ + " returned no output");
     }
     if (outputs.front().dim() == 0 || outputs.front().size(0) != input.size(0)) {
-      refuse(input.sizes(), "it returned " + shape_text(outputs.front().sizes()) +
+      refuse(input.sizes(), "it returned " + shape_text(outputs.front().sizes().vec()) +
                                 ", not one row per input sample");
     }
     return outputs.front();
@@ -140,7 +134,7 @@ class AotiModel : public models::ZooModel {
   [[noreturn]] void refuse(at::IntArrayRef shape, const std::string& why) const {
     throw CellError(FailurePhase::kForward,
                     "AOTInductor package " + source_ + " refused an input of shape " +
-                        shape_text(shape) +
+                        shape_text(shape.vec()) +
                         (exported_shape_.empty()
                              ? std::string(" (the package does not record its exported shape)")
                              : " (exported shape " + exported_shape_ + ", -1 = dynamic)") +

@@ -99,21 +99,16 @@ void loop_statistics(const LoopResult& loop, const Workload& workload, LocalProb
 /// rank's reason ("" when another rank failed): every rank decides alike from the search.
 bool move_start_up(BatchSearch& search, int64_t batch, const CellSpec& cell,
                    const std::string& failure, BatchSearchOutcome& outcome) {
-  const bool fitted = std::any_of(outcome.probes.begin(), outcome.probes.end(),
-                                  [](const BatchProbe& p) { return p.status == ProbeStatus::kOk; });
-  if (fitted || batch >= cell.max_batch) return false;
+  if (search.max_ok() > 0 || batch >= cell.max_batch) return false;
   const int64_t start = std::min(batch * 2, cell.max_batch);
   search = BatchSearch(start, cell.max_batch);
   outcome.start_batch = start;
-  if (outcome.start_reason.empty()) {
+  if (outcome.start_reason.empty()) {  // the first failure says why; later ones only move on
     const std::string detail = failure.substr(0, failure.find('\n'));
     outcome.start_reason =
         "min_batch: batch " + std::to_string(batch) + " failed for a reason other than memory" +
-        (detail.empty() ? std::string(" (on another rank)") : " (" + detail + ")") +
-        ", so the search started above it";
+        (detail.empty() ? std::string(" (on another rank)") : " (" + detail + ")");
   }
-  outcome.start_reason = outcome.start_reason.substr(0, outcome.start_reason.rfind(", so")) +
-                         ", so the search started at " + std::to_string(start);
   SB_LOG(info) << "batch search: " << batch << " failed (not memory); starting at " << start;
   return true;
 }

@@ -40,7 +40,8 @@ struct BatchSearchOutcome {
   double budget_bytes = 0;         ///< the budget the probes were judged by (this rank's)
   double search_s = 0;             ///< wall time of the whole search
   /// Note [Batch search start]: where the search started when min_batch failed for a reason
-  /// other than memory (0: at min_batch), and that reason in words ("" when it did not move).
+  /// other than memory (0: at min_batch), and the first such failure in words ("" when it did
+  /// not move).
   int64_t start_batch = 0;
   std::string start_reason;
 };

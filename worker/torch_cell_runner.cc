@@ -145,7 +145,8 @@ void record_search(const BatchSearchOutcome& search, RankResult& result) {
   if (search.start_batch > 0) {  // Note [Batch search start] in worker/batch_probe.h
     result.metrics["batch_search_start"] = static_cast<double>(search.start_batch);
     result.effective["min_batch"] = std::to_string(search.start_batch);
-    result.ineffective_reasons.push_back(search.start_reason);
+    result.ineffective_reasons.push_back(search.start_reason + ", so the search started at " +
+                                         std::to_string(search.start_batch));
   }
 }
 
