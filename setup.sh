@@ -50,8 +50,30 @@ install_debian() {
   log "installing Debian packages: ${missing[*]}"
   local sudo=""
   [[ $(id -u) -ne 0 ]] && sudo="sudo"
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  $sudo apt-get -o Acquire::Retries=5 update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get -o Acquire::Retries=5 install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# pip over a flaky network (a CI run lost its 540 MB torch download halfway, six resumes in a
+# row): pip's own retries and resumes, then up to three whole attempts a minute apart. Every
+# install here is idempotent, so an attempt that failed halfway is simply repeated.
+pip_install() {
+  local pip="$1"
+  shift
+  local -a network=(--retries 10 --timeout 60)
+  if "$pip" install --help 2>/dev/null | grep -q -- '--resume-retries'; then
+    network+=(--resume-retries 30)
+  fi
+  local attempt
+  for attempt in 1 2 3; do
+    if "$pip" install -q --disable-pip-version-check "${network[@]}" "$@"; then return 0; fi
+    if [[ $attempt -lt 3 ]]; then
+      log "pip install $* failed (attempt $attempt of 3); retrying in 60 s"
+      sleep 60
+    fi
+  done
+  log "pip install $* failed three times; check the network (PyPI) and run the command again"
+  return 1
 }
 
 install_venv() {
@@ -64,12 +86,12 @@ install_venv() {
   want="$(cat analysis/requirements.txt 2>/dev/null; echo "${SCALEBENCH_TORCH_SPEC:-torch>=2.4}")"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return 0; fi
   log "installing Python packages into $venv (torch is large; first time only)"
-  "$venv/bin/pip" install -q --upgrade pip
+  pip_install "$venv/bin/pip" --upgrade pip
   if [[ -z "${Torch_DIR:-}" ]]; then
-    "$venv/bin/pip" install -q "${SCALEBENCH_TORCH_SPEC:-torch>=2.4}"
+    pip_install "$venv/bin/pip" "${SCALEBENCH_TORCH_SPEC:-torch>=2.4}"
   fi
-  "$venv/bin/pip" install -q -r analysis/requirements.txt
-  "$venv/bin/pip" install -q --no-deps -e analysis
+  pip_install "$venv/bin/pip" -r analysis/requirements.txt
+  pip_install "$venv/bin/pip" --no-deps -e analysis
   echo "$want" > "$stamp"
 }
 
@@ -91,11 +113,11 @@ install_frameworks_venv() {
   site="$("$frameworks_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
   "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' \
     >"$site/scalebench-project-torch.pth"
-  "$frameworks_venv/bin/pip" install -q --disable-pip-version-check -r tests/programs/requirements.txt
+  pip_install "$frameworks_venv/bin/pip" -r tests/programs/requirements.txt
   local copy
   copy="$(mktemp -d)"
   cp -r protocol/client "$copy/client"
-  "$frameworks_venv/bin/pip" install -q --disable-pip-version-check --no-deps "$copy/client"
+  pip_install "$frameworks_venv/bin/pip" --no-deps "$copy/client"
   rm -rf "$copy"
   echo "$want" >"$stamp"
 }
