@@ -272,8 +272,12 @@ class Loop {
         it->second.members.front() != message.source) {
       return;
     }
-    SB_LOG(info) << cell_label(*it->second.cell) << ": " << progress.stage << " iteration "
-                 << progress.done << " of " << progress.total;
+    // auto counts: the total is the rule's cap (Note [Iterations auto]).
+    const CellSpec& cell = *it->second.cell;
+    const bool capped = (progress.stage == "measured" && iterations_auto(cell)) ||
+                        (progress.stage == "warmup" && warmup_auto(cell));
+    SB_LOG(info) << cell_label(cell) << ": " << progress.stage << " iteration " << progress.done
+                 << (capped ? " (auto, at most " : " of ") << progress.total << (capped ? ")" : "");
     sink_.progress(*it->second.cell, progress);
   }
 

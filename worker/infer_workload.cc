@@ -74,7 +74,7 @@ class InferWorkload : public Workload {
   }
 
   const std::vector<std::string>& phases() const override { return infer_phases(); }
-  int64_t warmup_iterations() const override { return cell_.warmup_iterations; }
+  int64_t warmup_iterations() const override { return warmup_; }
   int64_t measured_iterations() const override { return batches_; }
   bool lockstep() const override { return false; }
 
@@ -118,7 +118,10 @@ class InferWorkload : public Workload {
         }
       }
     }
-    if (iteration >= cell_.warmup_iterations) keep_for_checksum(output, range, graph != nullptr);
+    if (iteration >= warmup_) {
+      keep_for_checksum(output, range, graph != nullptr);
+      measured_samples_ += range.count;
+    }
   }
 
   void add_metrics(std::map<std::string, double>& metrics) override {
@@ -140,7 +143,7 @@ class InferWorkload : public Workload {
         metrics["flops_per_sample"] = flops;
       }
     }
-    metrics["samples"] = static_cast<double>(shard_.count);
+    metrics["samples"] = static_cast<double>(measured_samples_);
     metrics["dataset_samples"] = static_cast<double>(samples_);
     metrics["shard_first_sample"] = static_cast<double>(shard_.first);
     if (cell_.cuda_graphs) {
@@ -203,12 +206,10 @@ class InferWorkload : public Workload {
  private:
   SampleRange batch_range(int64_t iteration) const {
     const int64_t batch = cell_.batch_size;
-    if (iteration < cell_.warmup_iterations) {
-      return {
-          samples_ + (static_cast<int64_t>(rank_) * cell_.warmup_iterations + iteration) * batch,
-          batch};
+    if (iteration < warmup_) {
+      return {samples_ + (static_cast<int64_t>(rank_) * warmup_ + iteration) * batch, batch};
     }
-    const int64_t first = shard_.first + (iteration - cell_.warmup_iterations) * batch;
+    const int64_t first = shard_.first + (iteration - warmup_) * batch;
     return {first, std::min(batch, shard_.first + shard_.count - first)};
   }
 
@@ -319,6 +320,8 @@ class InferWorkload : public Workload {
   int64_t samples_ = 0;
   SampleRange shard_;
   int64_t batches_ = 0;
+  int64_t warmup_ = planned_warmup_iterations(cell_);  ///< warm-up (auto: its cap) iterations
+  int64_t measured_samples_ = 0;  ///< samples of the measured batches run (auto: may stop early)
   std::shared_ptr<models::ZooModel> model_;
   std::unique_ptr<BatchSource> data_;
   torch::Tensor checksum_;
@@ -336,7 +339,7 @@ class InferWorkload : public Workload {
 
 int64_t inference_samples(const CellSpec& cell) {
   return cell.samples > 0 ? cell.samples
-                          : cell.batch_size * cell.world_size * cell.measured_iterations;
+                          : cell.batch_size * cell.world_size * planned_measured_iterations(cell);
 }
 
 std::unique_ptr<Workload> make_infer_workload(const Assignment& assignment,

@@ -2,6 +2,7 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -53,6 +54,18 @@ class SteadyClockPhaseTimer : public PhaseTimer {
         const auto elapsed = marks_[slot(row, phase, true)] - marks_[slot(row, phase, false)];
         seconds[row * phases() + phase] = std::chrono::duration<double>(elapsed).count();
       }
+    }
+    return seconds;
+  }
+
+  std::vector<double> resolve_phase(size_t phase, size_t first_row, size_t end_row) override {
+    std::vector<double> seconds;
+    for (size_t row = first_row; row < std::min(end_row, rows()); ++row) {
+      seconds.push_back(recorded(row, phase)
+                            ? std::chrono::duration<double>(marks_[slot(row, phase, true)] -
+                                                            marks_[slot(row, phase, false)])
+                                  .count()
+                            : 0.0);
     }
     return seconds;
   }

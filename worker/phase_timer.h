@@ -53,6 +53,10 @@ class PhaseTimer {
   [[nodiscard]] size_t phases() const { return phases_; }
   /// Row-major [rows()][phases()] seconds. On CUDA this waits for the recorded events.
   [[nodiscard]] virtual std::vector<double> resolve() = 0;
+  /// Seconds of `phase` in rows [first_row, end_row) (0 where not recorded), for decisions
+  /// inside the loop (Note [Iterations auto]). On CUDA this waits for those rows' events.
+  [[nodiscard]] virtual std::vector<double> resolve_phase(size_t phase, size_t first_row,
+                                                          size_t end_row) = 0;
   /// Note [Shared cell clock]: marks the origin of the begin times now.
   virtual void mark_origin() = 0;
   /// Row-major [rows()][phases()] seconds from the origin to each phase's begin; NaN for

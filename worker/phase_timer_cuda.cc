@@ -2,6 +2,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "worker/cuda_check.h"
@@ -45,6 +46,17 @@ class CudaEventPhaseTimer : public PhaseTimer {
         seconds[row * phases() + phase] =
             seconds_between(event(row, phase, false), event(row, phase, true));
       }
+    }
+    return seconds;
+  }
+
+  std::vector<double> resolve_phase(size_t phase, size_t first_row, size_t end_row) override {
+    c10::cuda::CUDAGuard guard(device_index_);
+    std::vector<double> seconds;
+    for (size_t row = first_row; row < std::min(end_row, rows()); ++row) {
+      seconds.push_back(recorded(row, phase)
+                            ? seconds_between(event(row, phase, false), event(row, phase, true))
+                            : 0.0);
     }
     return seconds;
   }

@@ -287,7 +287,7 @@ class TorchCellRunner : public CellRunner {
                               << "was aborted (ncclCommAbort)";
               }
             });
-        run_loop(*workload, device, group, deadline, cell.cell_id, result);
+        run_loop(*workload, device, group, deadline, cell, result);
       }
       phase = FailurePhase::kMetrics;
       workload->add_metrics(result.metrics);
@@ -316,15 +316,31 @@ class TorchCellRunner : public CellRunner {
 
  private:
   static void run_loop(Workload& workload, const torch::Device& device, MPI_Comm group,
-                       std::chrono::steady_clock::time_point deadline, const std::string& cell_id,
+                       std::chrono::steady_clock::time_point deadline, const CellSpec& cell,
                        RankResult& result) {
-    const auto power = open_gpu_power(device);                       // Note [GPU energy]
-    CellProgressReporter progress(cell_id, result.group_rank == 0);  // Note [Cell progress]
-    const LoopResult loop =
-        run_timed_loop(workload, {device, group, deadline, power.get(),
-                                  [&progress](const char* stage, int64_t done, int64_t total) {
-                                    progress.report(stage, done, total);
-                                  }});
+    const auto power = open_gpu_power(device);                            // Note [GPU energy]
+    CellProgressReporter progress(cell.cell_id, result.group_rank == 0);  // Note [Cell progress]
+    LoopOptions options;
+    options.device = device;
+    options.group = group;
+    options.deadline = deadline;
+    options.power = power.get();
+    options.on_iteration = [&progress](const char* stage, int64_t done, int64_t total) {
+      progress.report(stage, done, total);
+    };
+    if (iterations_auto(cell)) {  // Note [Iterations auto]
+      options.adaptive = AdaptiveOptions{.ci_width = cell.ci_width,
+                                         .max_seconds = cell.max_seconds,
+                                         .max_iterations = cell.max_iterations};
+    }
+    options.warmup_auto = warmup_auto(cell);
+    options.max_seconds = cell.max_seconds;
+    const LoopResult loop = run_timed_loop(workload, options);
+    if (!loop.timed_out) result.stop_reason = to_string(loop.stop_reason);
+    result.warmup_reason = loop.warmup_reason;
+    if (options.adaptive && loop.group_interval.count > 0) {
+      result.metrics["median_ci_rel"] = loop.group_interval.relative_half_width();
+    }
     result.metrics.insert(loop.power_metrics.begin(), loop.power_metrics.end());
     result.timings_s = loop.timings_s;
     result.phase_starts_s = loop.phase_starts_s;

@@ -69,8 +69,8 @@ class TrainWorkload : public Workload {
   }
 
   const std::vector<std::string>& phases() const override { return train_phases(); }
-  int64_t warmup_iterations() const override { return cell_.warmup_iterations; }
-  int64_t measured_iterations() const override { return cell_.measured_iterations; }
+  int64_t warmup_iterations() const override { return planned_warmup_iterations(cell_); }
+  int64_t measured_iterations() const override { return planned_measured_iterations(cell_); }
   bool lockstep() const override { return world_ > 1; }
 
   void connect() override {

@@ -83,12 +83,36 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+/// Note [Iterations auto]: the whole-iteration times of rows [first_row, end_row) of the
+/// group, per row the slowest rank's, with `elapsed_s` (the slowest rank's too) appended:
+/// every rank gets the same figures and so makes the same decision.
+std::vector<double> group_times(PhaseTimer& timer, MPI_Comm group, size_t first_row, size_t end_row,
+                                double elapsed_s) {
+  std::vector<double> values = timer.resolve_phase(timer.phases() - 1, first_row, end_row);
+  values.push_back(elapsed_s);
+  if (group != MPI_COMM_NULL) {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                            MPI_DOUBLE, MPI_MAX, group));
+  }
+  return values;
+}
+
 LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
+  // Fixed counts, or the caps of the auto rules. The measured iterations of an adaptive
+  // cell start at index `warmup` whatever warm-up ran, so a workload that derives its
+  // samples from the index (inference shards) sees the indices of a fixed cell.
   const int64_t warmup = workload.warmup_iterations();
-  const int64_t total = warmup + workload.measured_iterations();
+  int64_t measured = workload.measured_iterations();
+  const bool adaptive = options.adaptive.has_value();
+  // The ranks of an adaptive cell run the same blocks: the shard with the fewest batches
+  // caps them all, and every stop is the group's.
+  if (adaptive && options.group != MPI_COMM_NULL) {
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &measured, 1, MPI_INT64_T, MPI_MIN, options.group));
+  }
+  const int64_t total = warmup + measured;
   auto timer = make_phase_timer(options.device, workload.phases().size(),
                                 static_cast<size_t>(std::max<int64_t>(total, 1)));
-  StopVote vote(options.group, workload.lockstep());
+  StopVote vote(options.group, workload.lockstep() || adaptive || options.warmup_auto);
   LoopResult result;
   // Note [Shared cell clock]: the origin, after the device is idle and the group met.
   synchronize_device(options.device);
@@ -98,45 +122,97 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
   result.origin_epoch_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 
+  // Runs the workload's iteration `iteration` in the timer's next row.
+  int64_t rows = 0;
   auto run_one = [&](int64_t iteration) {
     const auto start = Clock::now();
     workload.run_iteration(iteration, *timer);
     timer->next_iteration();
     record_buckets(workload.last_bucket_timings(), origin, result);
-    if (iteration == 0) {
+    if (rows == 0) {
       synchronize_device(options.device);
       result.first_iteration_s = seconds_since(start);
     }
-    result.iterations_run = iteration + 1;
+    result.iterations_run = ++rows;
     if (options.on_iteration) {
       if (iteration < warmup) {
         options.on_iteration("warmup", iteration + 1, warmup);
       } else {
-        options.on_iteration("measured", iteration + 1 - warmup, total - warmup);
+        options.on_iteration("measured", iteration + 1 - warmup, measured);
       }
     }
     return vote.after_iteration(Clock::now() >= options.deadline);
   };
 
   bool stop = false;
-  for (int64_t i = 0; i < warmup && !stop; ++i) {
-    stop = run_one(i);
-    result.warmup_run = i + 1;
+  if (options.warmup_auto) {  // Note [Warm-up auto]
+    WarmupAuto rule(options.max_seconds);
+    const auto warmup_start = Clock::now();
+    while (!stop && rule.next_window() > 0) {
+      const int64_t first = rows;
+      for (int64_t k = rule.next_window(); k > 0 && !stop; --k) stop = run_one(rows);
+      result.warmup_run = rows;
+      stop = stop || vote.finish();  // settled before the group's blocking collective
+      if (stop) break;
+      std::vector<double> times =
+          group_times(*timer, options.group, static_cast<size_t>(first), static_cast<size_t>(rows),
+                      seconds_since(warmup_start));
+      const double elapsed_s = times.back();
+      times.pop_back();
+      if (rule.add_window(times, elapsed_s)) break;
+    }
+    result.warmup_reason = rule.reason();
+  } else {
+    for (int64_t i = 0; i < warmup && !stop; ++i) {
+      stop = run_one(i);
+      result.warmup_run = i + 1;
+    }
   }
   // The warm-up's last vote is settled before the measured loop, on every rank alike.
   stop = stop || vote.finish();
+  bool decided = false;  // an adaptive decision ended the loop (not the deadline)
   if (!stop) {
     synchronize_device(options.device);
     if (options.group != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(options.group));
     const auto energy_start = options.power ? options.power->total_energy_j() : std::nullopt;
     const auto loop_start = Clock::now();
-    for (int64_t i = warmup; i < total && !stop; ++i) stop = run_one(i);
+    if (!adaptive) {
+      for (int64_t i = warmup; i < total && !stop; ++i) stop = run_one(i);
+    } else {  // Note [Iterations auto]
+      AdaptiveOptions rule_options = *options.adaptive;
+      rule_options.max_iterations = std::min(rule_options.max_iterations, measured);
+      AdaptiveStop rule(rule_options);
+      double agreed_elapsed_s = 0.0;  // the group's, as of the last block
+      while (!stop) {
+        const int64_t block = rule.next_block(agreed_elapsed_s);
+        if (block <= 0) {
+          result.stop_reason = StopReason::kCap;
+          decided = true;
+          break;
+        }
+        const int64_t first = rows;
+        for (int64_t k = 0; k < block && !stop; ++k) stop = run_one(warmup + rule.measured() + k);
+        stop = stop || vote.finish();
+        if (stop) break;
+        std::vector<double> times =
+            group_times(*timer, options.group, static_cast<size_t>(first),
+                        static_cast<size_t>(rows), seconds_since(loop_start));
+        agreed_elapsed_s = times.back();
+        times.pop_back();
+        if (const auto reason = rule.add_block(times, agreed_elapsed_s)) {
+          result.stop_reason = *reason;
+          decided = true;
+          break;
+        }
+      }
+      result.group_interval = rule.interval();
+    }
     synchronize_device(options.device);
     result.loop_wall_s = seconds_since(loop_start);
     result.power_metrics = loop_power_metrics(options.power, energy_start, result.loop_wall_s);
     vote.finish();
   }
-  result.timed_out = stop && result.iterations_run < total;
+  result.timed_out = adaptive ? stop && !decided : stop && result.iterations_run < total;
   result.timings_s = timer->resolve();
   result.phase_starts_s = timer->resolve_begins();
   return result;

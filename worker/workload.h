@@ -21,6 +21,7 @@
 
 #include "common/base/error.h"
 #include "common/cell/accuracy.h"
+#include "common/cell/adaptive_stop.h"
 #include "common/cell/cell_spec.h"
 #include "common/cell/output_comparison.h"
 #include "worker/gpu_power.h"
@@ -82,6 +83,13 @@ struct LoopOptions {
   /// of that stage done and its total (Note [Cell progress]); may be empty. Must be cheap:
   /// it runs between timed iterations.
   std::function<void(const char* stage, int64_t done, int64_t total)> on_iteration;
+  /// Set: `iterations: auto` (Note [Iterations auto]); the workload's measured_iterations()
+  /// is then the cap. Unset: the workload's count exactly.
+  std::optional<AdaptiveOptions> adaptive;
+  /// `warmup: auto` (Note [Warm-up auto]); the workload's warmup_iterations() is the cap,
+  /// and a quarter of `max_seconds` (the cell's) its time.
+  bool warmup_auto = false;
+  double max_seconds = 60.0;
 };
 
 struct LoopResult {
@@ -102,6 +110,10 @@ struct LoopResult {
   double first_iteration_s = 0.0;  ///< steady_clock of iteration 0 including a device sync
   /// loop_power_metrics of the measured loop (empty without LoopOptions::power).
   std::map<std::string, double> power_metrics;
+  StopReason stop_reason = StopReason::kFixed;  ///< Note [Iterations auto]
+  std::string warmup_reason;                    ///< Note [Warm-up auto]; "" for fixed
+  /// auto: the group's interval of the median iteration time the rule stopped on.
+  MedianInterval group_interval;
 };
 
 // Note [Cooperative timeout]
@@ -112,7 +124,9 @@ struct LoopResult {
 // at the same iteration or the others would wait forever in the next gradient allreduce:
 // after each iteration every rank starts an MPI_Iallreduce(MAX) of "my deadline passed"
 // on the group and completes it after the next iteration, so the vote costs no stall and
-// every rank acts on the same result one iteration later.
+// every rank acts on the same result one iteration later. A cell with `iterations: auto`
+// or `warmup: auto` votes so even for inference: its ranks meet at every block's decision
+// (Note [Iterations auto]), so they must stop together.
 
 /// Runs warm-up then measured iterations of `workload`. The group meets in an MPI_Barrier
 /// before the first iteration (the origin of Note [Shared cell clock]) and again between

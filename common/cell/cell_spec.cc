@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/base/error.h"
+#include "common/cell/adaptive_stop.h"
 #include "common/cell/settings.h"
 
 namespace scalebench {
@@ -192,6 +193,14 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
   }
   spec.cell_id = json.value("cell_id", std::string());
   return spec;
+}
+
+int64_t planned_warmup_iterations(const CellSpec& cell) {
+  return warmup_auto(cell) ? WarmupAuto::kWarmupCap : cell.warmup_iterations;
+}
+
+int64_t planned_measured_iterations(const CellSpec& cell) {
+  return iterations_auto(cell) ? cell.max_iterations : cell.measured_iterations;
 }
 
 std::string batch_text(int64_t batch_size) {

@@ -65,6 +65,11 @@ struct ModelSpec {
 
 /// `batch_size: auto` in a matrix: the cell searches its batch (Note [Batch search]).
 inline constexpr int64_t kBatchAuto = 0;
+/// `iterations: auto`: the cell measures until its interval is tight (Note [Iterations auto]
+/// in common/cell/adaptive_stop.h).
+inline constexpr int kIterationsAuto = 0;
+/// `warmup: auto`: warm-up until the cell stops getting faster (Note [Warm-up auto]).
+inline constexpr int kWarmupAuto = -1;
 
 struct CellSpec {
   // --- what is benchmarked -------------------------------------------------------------
@@ -96,11 +101,20 @@ struct CellSpec {
   Backend backend = Backend::kAuto;
   int64_t bucket_bytes = 25LL * 1024 * 1024;       ///< DDP gradient bucket size
   int64_t first_bucket_bytes = 1LL * 1024 * 1024;  ///< DDP first (smallest) bucket
-  int warmup_iterations = 2;
-  int measured_iterations = 10;
+  int warmup_iterations = 2;     ///< kWarmupAuto: chosen by the cell (Note [Warm-up auto])
+  int measured_iterations = 10;  ///< kIterationsAuto: chosen by the cell
   int64_t samples = 0;  ///< inference dataset size (all ranks together); 0 = batch*world*iterations
   uint64_t seed = 0;
   double timeout_s = 600.0;
+
+  // --- iterations auto (Note [Iterations auto] in common/cell/adaptive_stop.h) -------------
+  double ci_width = 0.02;         ///< target half-width of the median's 95 % interval, relative
+  double max_seconds = 60.0;      ///< budget of the measured loop (and a quarter for warm-up)
+  int64_t max_iterations = 2000;  ///< cap of measured iterations
+
+  /// Training loss (docs/own-model.md#losses): "auto" (cross entropy on class targets, the
+  /// zoo's rule), cross_entropy, mse, l1, smooth_l1, bce_with_logits.
+  std::string loss = "auto";
 
   // --- accuracy validation (Note [Accuracy validation] in common/cell/accuracy.h) -------------
   bool validate = false;            ///< compare against an fp32 reference after the loop
@@ -163,6 +177,16 @@ std::string series_id(const CellSpec& spec);
 
 /// "auto" for kBatchAuto, else the number.
 std::string batch_text(int64_t batch_size);
+
+/// True for `iterations: auto` / `warmup: auto`.
+inline bool iterations_auto(const CellSpec& cell) {
+  return cell.measured_iterations == kIterationsAuto;
+}
+inline bool warmup_auto(const CellSpec& cell) { return cell.warmup_iterations == kWarmupAuto; }
+/// The iterations a worker plans room for: the fixed counts, or the caps of the auto rules
+/// (max_iterations; WarmupAuto::kWarmupCap).
+int64_t planned_warmup_iterations(const CellSpec& cell);
+int64_t planned_measured_iterations(const CellSpec& cell);
 
 /// Short label for logs and tables: "main/mlp-train/train/b16/w2/fp32", then
 /// "/<key>=<value>" for each of `label_settings`, then "/rep<k>" when repetitions > 1.

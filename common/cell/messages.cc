@@ -74,6 +74,8 @@ std::vector<uint8_t> serialize(const RankResult& result) {
                       {"reason", result.reason},
                       {"phases", result.phases},
                       {"warmup_iterations", result.warmup_iterations},
+                      {"stop_reason", result.stop_reason},
+                      {"warmup_reason", result.warmup_reason},
                       {"timings_s", result.timings_s},
                       {"phase_starts_s", result.phase_starts_s},
                       {"bucket_times_s", result.bucket_times_s},
@@ -180,6 +182,8 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     result.reason = json.at("reason").get<std::string>();
     result.phases = json.at("phases").get<std::vector<std::string>>();
     result.warmup_iterations = json.at("warmup_iterations").get<int>();
+    result.stop_reason = json.at("stop_reason").get<std::string>();
+    result.warmup_reason = json.at("warmup_reason").get<std::string>();
     result.timings_s = json.at("timings_s").get<std::vector<double>>();
     result.phase_starts_s = json.at("phase_starts_s").get<std::vector<double>>();
     result.bucket_times_s = json.at("bucket_times_s").get<std::vector<double>>();

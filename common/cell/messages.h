@@ -135,6 +135,11 @@ struct RankResult {
   /// Note [Accuracy across cells]: the outputs a program cell with `validate: true` handed
   /// (its share of the first validation_samples); unset for other cells.
   std::optional<OutputArray> validation_outputs;
+  /// Note [Iterations auto]: why the measured loop ended ("fixed", "precise", "budget",
+  /// "cap"; the group's decision, the same on every rank) and, for `warmup: auto`, why the
+  /// warm-up did ("steady", "cap", "time"); "" where no loop ran.
+  std::string stop_reason;
+  std::string warmup_reason;
   bool operator==(const RankResult&) const = default;
 
   /// Number of rows of `timings_s`.

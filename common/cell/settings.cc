@@ -73,14 +73,16 @@ std::string setting_text(const SettingValue& value) {
 
 std::string setting_text(const SettingDef& setting, const SettingValue& value) {
   if (!setting.keyword.empty() && std::holds_alternative<int64_t>(value) &&
-      std::get<int64_t>(value) == 0) {
+      std::get<int64_t>(value) == setting.keyword_value) {
     return std::string(setting.keyword);
   }
   return setting_text(value);
 }
 
 std::optional<SettingValue> parse_setting_text(const SettingDef& setting, const std::string& text) {
-  if (!setting.keyword.empty() && text == setting.keyword) return SettingValue(int64_t{0});
+  if (!setting.keyword.empty() && text == setting.keyword) {
+    return SettingValue(setting.keyword_value);
+  }
   switch (setting.type) {
     case SettingType::kBool:
       if (text == "true" || text == "True") return SettingValue(true);
@@ -89,7 +91,9 @@ std::optional<SettingValue> parse_setting_text(const SettingDef& setting, const 
     case SettingType::kInt: {
       const auto value = parse_decimal(text);
       if (!value) return std::nullopt;
-      if (!setting.keyword.empty() && *value == 0) return std::nullopt;  // write the keyword
+      if (!setting.keyword.empty() && *value == setting.keyword_value) {
+        return std::nullopt;  // write the keyword
+      }
       return SettingValue(*value);
     }
     case SettingType::kNumber: {
@@ -124,7 +128,9 @@ std::string setting_value_problem(const SettingDef& setting, const SettingValue&
   }
   if (setting.type == SettingType::kBool) return "";
   const double number = as_number(value);
-  if (!setting.keyword.empty() && number == 0) return "";  // the keyword (batch_size auto)
+  if (!setting.keyword.empty() && number == static_cast<double>(setting.keyword_value)) {
+    return "";  // the keyword (batch_size auto)
+  }
   const std::string unit = setting.unit.empty() ? "" : " " + std::string(setting.unit);
   const bool low =
       setting.exclusive_minimum ? !(number > setting.minimum) : !(number >= setting.minimum);
@@ -156,7 +162,7 @@ std::optional<SettingValue> setting_from_json(const SettingDef& setting,
       if (json.is_number_integer()) return SettingValue(json.get<int64_t>());
       if (json.is_string() && !setting.keyword.empty() &&
           json.get<std::string>() == setting.keyword) {
-        return SettingValue(int64_t{0});
+        return SettingValue(setting.keyword_value);
       }
       break;
     case SettingType::kNumber:

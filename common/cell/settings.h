@@ -60,9 +60,12 @@ struct SettingDef {
   bool exclusive_minimum = false;         ///< the minimum itself is refused (timeout_s > 0)
   bool exclusive_maximum = false;         ///< the maximum itself is refused (momentum < 1)
   std::vector<std::string_view> choices;  ///< kName: the accepted names
-  /// kInt only: a word accepted in place of a number and stored as 0 (batch_size: "auto",
-  /// kBatchAuto); "" for none.
+  /// kInt only: a word accepted in place of a number and stored as `keyword_value`
+  /// (batch_size: "auto", kBatchAuto); "" for none.
   std::string_view keyword;
+  /// The stored value of `keyword` (0 for batch_size and iterations; -1 for warmup, whose 0
+  /// means "no warm-up").
+  int64_t keyword_value = 0;
   std::string_view doc;  ///< one line for the schema and the docs
   bool axis = false;     ///< a list in `sweep`/experiments; each value makes its own cells
   IdRule id = IdRule::kAlways;

@@ -177,6 +177,12 @@ class ExperimentResolver {
                  "(its weights are compiled in); validate its eager or TorchScript twin, or "
                  "remove validate from this experiment");
     }
+    if (!experiment_.program.command.empty() && (iterations_auto(cell) || warmup_auto(cell))) {
+      error_once(where(iterations_auto(cell) ? "iterations" : "warmup"),
+                 "iterations/warmup auto are decided inside scalebench's own timed loop; a "
+                 "program runs its own loop ({steps} iterations), so give this experiment "
+                 "numbers (iterations: 50, warmup: 5)");
+    }
     if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
       error_once(where("optimizer.momentum"),
                  "momentum applies only to sgd; remove it or use optimizer sgd");
@@ -311,7 +317,10 @@ inline constexpr int kTorchScriptWarmup = 3;
 
 void warn_torchscript_warmup(const CellSpec& base, const SourceLocation& where,
                              Diagnostics& diagnostics) {
-  if (base.model.torchscript.empty() || base.warmup_iterations >= kTorchScriptWarmup) return;
+  if (base.model.torchscript.empty() || warmup_auto(base) ||
+      base.warmup_iterations >= kTorchScriptWarmup) {
+    return;
+  }
   diagnostics.warning(where,
                       "TorchScript model with warmup " + std::to_string(base.warmup_iterations) +
                           ": the TorchScript executor optimises the graph during its first " +
@@ -352,10 +361,12 @@ std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch,
     check(cell);
     if (cell.mode == Mode::kInfer) {
       cell.optimizer = default_optimizer;  // unused by inference; keeps ids stable
+      cell.loss = CellSpec{}.loss;
       // The effective dataset size is explicit in the cell (and so in the results file):
       // unset means one measured pass of full batches on every rank.
       // batch_size auto: the worker sizes each probe's and the final loop's dataset itself.
-      if (cell.samples == 0 && cell.batch_size != kBatchAuto) {
+      // iterations auto: the worker sizes it from max_iterations (Note [Iterations auto]).
+      if (cell.samples == 0 && cell.batch_size != kBatchAuto && !iterations_auto(cell)) {
         cell.samples = cell.batch_size * cell.world_size * cell.measured_iterations;
       }
     } else {

@@ -213,6 +213,11 @@ std::string number_or_keyword(const Json* schema) {
   std::string number;
   std::string word;
   for (const auto& alternative : schema->at("anyOf")) {
+    // A non-axis setting is "one value or a list of them": its value is a nested anyOf.
+    if (alternative.contains("anyOf")) {
+      if (std::string nested = number_or_keyword(&alternative); !nested.empty()) return nested;
+      continue;
+    }
     if (alternative.value("type", Json()) == "integer") {
       number = "an integer";
       if (alternative.contains("minimum")) number += " >= " + alternative.at("minimum").dump();

@@ -120,7 +120,7 @@ class Reader {
         return as_value(scalar<bool>(node, path, "true or false"));
       case SettingType::kInt:
         if (!setting.keyword.empty() && node.IsScalar() && node.Scalar() == setting.keyword) {
-          return SettingValue(int64_t{0});  // batch_size: auto (kBatchAuto)
+          return SettingValue(setting.keyword_value);  // batch_size: auto (kBatchAuto)
         }
         return as_value(scalar<int64_t>(node, path, "an integer"));
       case SettingType::kNumber:

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "common/cell/adaptive_stop.h"
+
 namespace scalebench {
 namespace {
 
@@ -219,13 +221,22 @@ CellSummary summarize_cell(const CellSpec& spec, const std::vector<RankResult>& 
   }
   s.batch_size = cell.batch_size;
   s.metric = train ? "step" : "batch";
+  const std::vector<double> samples =
+      train ? slowest_rank_per_row(tables, s.metric) : all_measured_values(tables, s.metric);
+  const MedianInterval interval = median_interval(samples);
+  s.median_ci_low_s = interval.count >= 2 ? interval.low : kNaN;
+  s.median_ci_high_s = interval.count >= 2 ? interval.high : kNaN;
+  for (const auto& r : ranks) {
+    if (s.stop_reason.empty()) s.stop_reason = r.stop_reason;
+    if (s.warmup_reason.empty()) s.warmup_reason = r.warmup_reason;
+  }
   if (train) {
-    s.time = summarize(slowest_rank_per_row(tables, s.metric));
+    s.time = summarize(samples);
     s.throughput_samples_per_s =
         s.time.median > 0.0 ? static_cast<double>(cell.batch_size) * cell.world_size / s.time.median
                             : kNaN;
   } else {
-    s.time = summarize(all_measured_values(tables, s.metric));
+    s.time = summarize(samples);
     s.throughput_samples_per_s = inference_throughput(cell, tables, s.metric);
   }
   s.samples_per_s_per_worker =

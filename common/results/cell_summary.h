@@ -44,6 +44,14 @@ struct CellSummary {
   std::optional<BatchFigures> batch_figures;
   double memory_budget_bytes = 0.0;
   Summary time;  ///< statistics of the per-iteration time; see the layout doc
+  /// The 95 % distribution-free interval of time.median (Note [Iterations auto]); NaN
+  /// below 2 samples.
+  double median_ci_low_s = 0.0;
+  double median_ci_high_s = 0.0;
+  /// Note [Iterations auto]: the group's stop_reason / warmup_reason (the first rank that
+  /// has one); "" when none ran a loop.
+  std::string stop_reason;
+  std::string warmup_reason;
   double throughput_samples_per_s = 0.0;
   double samples_per_s_per_worker = 0.0;
   std::map<std::string, double> phase_median_s;  ///< per phase name

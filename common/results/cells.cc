@@ -426,6 +426,8 @@ void write_summary(hid_t cell_group, const CellSummary& s) {
       {"p95_s", s.time.p95},
       {"p99_s", s.time.p99},
       {"cv", s.time.cv},
+      {"median_ci_low_s", s.median_ci_low_s},
+      {"median_ci_high_s", s.median_ci_high_s},
       {"throughput_samples_per_s", s.throughput_samples_per_s},
       {"samples_per_s_per_worker", s.samples_per_s_per_worker},
       {"peak_memory_bytes", s.peak_memory_bytes},
@@ -437,6 +439,10 @@ void write_summary(hid_t cell_group, const CellSummary& s) {
   for (const auto& [name, value] : values) h5::write_double_attribute(group, name, value);
   for (const auto& [phase, median_s] : s.phase_median_s) {
     h5::write_double_attribute(group, "phase_median_s_" + phase, median_s);
+  }
+  if (!s.stop_reason.empty()) h5::write_string_attribute(group, "stop_reason", s.stop_reason);
+  if (!s.warmup_reason.empty()) {
+    h5::write_string_attribute(group, "warmup_reason", s.warmup_reason);
   }
   h5::write_flag_attribute(group, "valid", s.valid);
   h5::write_flag_attribute(group, "valid_enough_iterations", s.valid_enough_iterations);

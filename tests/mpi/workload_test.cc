@@ -6,11 +6,14 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <thread>
 
+#include "common/cell/adaptive_stop.h"
 #include "protocol/mpi_comm.h"
 #include "run_cell.h"
 #include "worker/accuracy_sums.h"
@@ -139,6 +142,73 @@ TEST(WorkloadMpi, TimeoutStopsEveryTrainingRankAtTheSameIteration) {
   EXPECT_GE(rows, 1.0);
   EXPECT_LT(rows, 12.0);
   EXPECT_EQ(group_sum(rows), rows * world_size());
+}
+
+/// Note [Iterations auto]: the group decides on the slowest rank's figures, so every rank
+/// stops at the same iteration for the same reason, even when one rank is much noisier
+/// (here: a busy thread competing with rank 1's intra-op threads).
+TEST(WorkloadMpi, IterationsAutoStopsEveryRankAtTheSameIteration) {
+  for (const Mode mode : {Mode::kTrain, Mode::kInfer}) {
+    SCOPED_TRACE(to_string(mode));
+    CellSpec cell = mode == Mode::kTrain ? training_cell() : inference_cell("mlp", {});
+    cell.samples = 0;  // iterations auto: the worker sizes the dataset from max_iterations
+    cell.world_size = world_size();
+    cell.warmup_iterations = kWarmupAuto;
+    cell.measured_iterations = kIterationsAuto;
+    cell.ci_width = 0.03;
+    cell.max_seconds = 5.0;
+    std::atomic<bool> done{false};
+    std::thread noise;
+    if (world_rank() == 1) {
+      noise = std::thread([&done] {
+        volatile double sink = 0.0;
+        while (!done.load()) {
+          for (int i = 0; i < 100000; ++i) sink = sink + 1.0;
+          std::this_thread::sleep_for(std::chrono::microseconds(300));
+        }
+      });
+    }
+    const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+    done = true;
+    if (noise.joinable()) noise.join();
+    ASSERT_EQ(result.status, CellStatus::kOk) << result.reason;
+    const double rows = static_cast<double>(result.iterations());
+    const double warmup = result.warmup_iterations;
+    EXPECT_EQ(group_sum(rows), rows * world_size());
+    EXPECT_EQ(group_sum(warmup), warmup * world_size());
+    EXPECT_GE(warmup, 2.0 * WarmupAuto::kWarmupWindow);
+    EXPECT_FALSE(result.warmup_reason.empty());
+    EXPECT_GE(rows - warmup, static_cast<double>(AdaptiveStop::kMinMeasured));
+    const std::vector<std::string> reasons = {"precise", "budget", "cap"};
+    const auto reason = std::find(reasons.begin(), reasons.end(), result.stop_reason);
+    ASSERT_NE(reason, reasons.end()) << result.stop_reason;
+    // The same reason on every rank.
+    const double index = static_cast<double>(reason - reasons.begin());
+    EXPECT_EQ(group_sum(index), index * world_size()) << result.stop_reason;
+    if (result.stop_reason == "precise") EXPECT_LE(result.metrics.at("median_ci_rel"), 0.03);
+  }
+}
+
+TEST(WorkloadMpi, IterationsAutoStopsOnItsBudgetOrItsCap) {
+  CellSpec cell = training_cell();
+  cell.measured_iterations = kIterationsAuto;
+  cell.ci_width = 1e-9;  // unreachable
+  cell.max_seconds = 0.5;
+  const RankResult budget = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(budget.status, CellStatus::kOk) << budget.reason;
+  EXPECT_EQ(budget.stop_reason, "budget");
+  // The blocks are cut to what is left: one block past the budget at most.
+  EXPECT_LT(budget.metrics.at("loop_wall_s"), 1.5);
+  EXPECT_GT(budget.metrics.at("median_ci_rel"), 1e-9);
+
+  cell.max_seconds = 600.0;
+  cell.max_iterations = 12;
+  const RankResult cap = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(cap.status, CellStatus::kOk) << cap.reason;
+  EXPECT_EQ(cap.stop_reason, "cap");
+  EXPECT_EQ(cap.metrics.at("measured_iterations"), 12.0);
+  EXPECT_EQ(cap.warmup_iterations, 2);  // fixed warm-up alongside auto iterations
+  EXPECT_EQ(cap.warmup_reason, "");
 }
 
 TEST(WorkloadMpi, UnusableRequestsFailWithAReason) {
