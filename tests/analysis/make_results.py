@@ -197,6 +197,19 @@ def _statistics(values: np.ndarray) -> dict:
     }
 
 
+def median_interval(values: np.ndarray) -> tuple[float, float]:
+    """common/cell/adaptive_stop.cc median_interval(): the order statistics of 1-based ranks
+    floor(n/2 - 1.96 sqrt(n)/2) and ceil(1 + n/2 + 1.96 sqrt(n)/2); NaN below 2 values."""
+    values = np.sort(values[np.isfinite(values)])
+    n = values.size
+    if n < 2:
+        return float("nan"), float("nan")
+    spread = 1.959963984540054 * np.sqrt(n) / 2.0
+    lower = int(max(1.0, np.floor(n / 2.0 - spread)))
+    upper = int(min(float(n), np.ceil(1.0 + n / 2.0 + spread)))
+    return float(values[lower - 1]), float(values[upper - 1])
+
+
 def _metric(rank_metrics, names, name) -> np.ndarray:
     return (
         rank_metrics[:, names.index(name)]
@@ -232,6 +245,7 @@ def summary_of(
         values = main[np.isfinite(main)]
     out = {"metric": metric, "batch_size": np.int64(batch), **(figures or {})}
     out.update(_statistics(values))
+    out["median_ci_low_s"], out["median_ci_high_s"] = median_interval(values)
     median = out["median_s"]
     if mode == "train":
         throughput = batch * world / median if median > 0 else float("nan")

@@ -65,7 +65,13 @@ class RawCell:
         batch, world = self.batch, int(self.attrs["world_size"])
         if self.mode == "train":
             return batch * world / float(np.median(self.samples()))
-        samples = int(self.attrs["samples"])
+        # The layout: the ranks' `samples` metrics when every rank reports one (an
+        # `iterations: auto` cell's spec has samples 0), else the spec's.
+        reported = self.rank_metrics.get("samples")
+        if reported is not None and np.all(np.isfinite(reported)):
+            samples = float(np.sum(reported))
+        else:
+            samples = int(self.attrs["samples"])
         return samples / float(np.max(np.nansum(self.phase("batch"), axis=1)))
 
     def key(self, *drop: str) -> str:

@@ -10,13 +10,24 @@ MAX_DRIFT = 0.10
 
 def _trusted(cell):
     """The file's verdict (valid: enough samples, cv, replicas in sync; test_summary.py
-    checks it against the timings) and the warm-up drift, recomputed from raw timings."""
+    checks it against the timings) and the warm-up drift, recomputed from raw timings. An
+    `iterations: auto` cell (docs/measurement.md) is judged by its stop instead of its cv:
+    trusted when it stopped `precise`."""
     series = cell.phase("step" if cell.mode == "train" else "batch")
     series = series[:, np.isfinite(series).any(axis=0)]
     series = np.nanmax(series, axis=0) if cell.mode == "train" else np.nanmean(series, axis=0)
     half = series.size // 2
     drift = np.median(series[:half]) / np.median(series[-half:]) - 1 if half >= 2 else 0.0
-    return bool(cell.summary["valid"]) and abs(drift) <= MAX_DRIFT
+    s = cell.summary
+    if s.get("stop_reason") in ("precise", "budget", "cap"):
+        verdict = (
+            bool(s["valid_enough_iterations"])
+            and bool(s["valid_replicas_in_sync"])
+            and s["stop_reason"] == "precise"
+        )
+    else:
+        verdict = bool(s["valid"])
+    return verdict and abs(drift) <= MAX_DRIFT
 
 
 def test_untrusted_cells(results_file, raw, synthetic):

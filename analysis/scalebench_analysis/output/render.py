@@ -49,6 +49,7 @@ _HIDDEN = {
     "curve",
     "config",
     "untrusted_because",
+    "stop_reason",
     "reason",
     "branch",
     "experiment",
@@ -107,6 +108,8 @@ def _format_value(column: str, value) -> str:
         return _ACCURACY_FORMATS[column].format(value)
     if column.endswith(_RATIO):
         return f"{value:.3f}"
+    if column == "ci_rel":  # the median's 95 % interval, +- relative
+        return f"+-{value:.1%}"
     if column in _PERCENT:
         return f"{value:.1%}"
     if column in _SIGNED_PERCENT:

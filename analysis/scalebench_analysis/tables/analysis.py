@@ -93,6 +93,11 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
         if column not in cells:
             cells[column] = np.nan if column != "reason" else ""
     cells["median_ms"] = cells.median_s * 1e3
+    # Note [Iterations auto]: +- of the median's 95 % interval (layout 1.8), and why the
+    # measured loop stopped.
+    cells["ci_rel"] = [quality.interval_rel(row) for _, row in cells.iterrows()]
+    if "stop_reason" not in cells:
+        cells["stop_reason"] = ""
     cells["p99_ms"] = cells.p99_s * 1e3
     cells["peak_memory_mib"] = cells.peak_memory_bytes / 2**20
     cells["accuracy"] = accuracy.column(cells)
@@ -112,6 +117,8 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
         "p99_ms",
         "count",
         "cv",
+        "ci_rel",
+        "stop_reason",
         "drift",
         "trusted",
         "untrusted_because",

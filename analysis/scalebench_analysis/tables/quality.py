@@ -16,6 +16,13 @@ Definitions (docs/analysis-guide.md#metrics):
   cell was still warming up; needs at least 4 measured iterations, else NaN.
 * trusted: status ok, the file's validity flags all hold (with `max_cv` given, the file's
   cv is judged against it instead of the file's `valid_cv`) and |drift| <= max_drift.
+  A cell that chose its own iterations (`iterations: auto`, layout 1.8's `stop_reason`
+  precise/budget/cap) is judged by the interval of its median instead of its cv: it is
+  trusted when it stopped `precise` (the interval reached its `ci_width`), and otherwise
+  untrusted with what would fix it (a larger `max_seconds` or `max_iterations`, or a
+  wider `ci_width`). The cv measures the machine's noise, not the precision of the
+  median: a noisy cell measured long enough is as trustworthy as a quiet one
+  (docs/measurement.md).
   Untrusted cells stay in every table, flagged, and are left out of picks (best batch,
   knee, SLO).
 * straggler: in a cell of 2+ ranks, a rank whose median busy time is more than
@@ -86,6 +93,37 @@ def _flag(cell: pd.Series, name: str) -> bool:
     return bool(value) if value is not None and pd.notna(value) else False
 
 
+#: `stop_reason` values of an `iterations: auto` cell (layout 1.8); "fixed" cells are judged
+#: by their cv as before.
+AUTO_STOP_REASONS = ("precise", "budget", "cap")
+
+
+def interval_rel(cell: pd.Series) -> float:
+    """Half the width of the median's 95 % interval over the median (layout 1.8); NaN
+    without one. The `+-` that `ci_width` is compared with (Note [Iterations auto])."""
+    low, high, median = (cell.get(k) for k in ("median_ci_low_s", "median_ci_high_s", "median_s"))
+    try:
+        return float((high - low) / (2.0 * median))
+    except (TypeError, ZeroDivisionError):
+        return float("nan")
+
+
+def _short_of_target(cell: pd.Series, stop: str) -> str:
+    """'interval +-3.4 % short of ci_width +-2 % (stopped on its budget, max_seconds 60 s):
+    raise max_seconds, or ci_width' for an auto cell that did not stop `precise`."""
+    spec = cell.get("spec") if isinstance(cell.get("spec"), dict) else {}
+    width = spec.get("ci_width", 0.02)
+    achieved = interval_rel(cell)
+    shown = f"+-{achieved:.1%}" if np.isfinite(achieved) else "unknown"
+    if stop == "budget":
+        why = f"stopped on its budget, max_seconds {spec.get('max_seconds', 60.0):g} s"
+        fix = "raise max_seconds, or ci_width"
+    else:
+        why = f"stopped at its cap, max_iterations {spec.get('max_iterations', 2000)}"
+        fix = "raise max_iterations (inference: or samples), or ci_width"
+    return f"interval {shown} short of ci_width +-{width:.1%} ({why}): {fix}"
+
+
 def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> dict:
     count, cv = cell.get("count"), cell.get("cv", np.nan)
     drift = drift_of(iteration_series(results, cell.cell_id, cell["mode"]))
@@ -100,7 +138,11 @@ def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> di
     reasons = []
     if not _flag(cell, "valid_enough_iterations"):
         reasons.append(f"only {int(count)} samples (< {int(cell['min_valid_iterations'])})")
-    if options.max_cv is None:
+    stop = cell.get("stop_reason")
+    if isinstance(stop, str) and stop in AUTO_STOP_REASONS:
+        if stop != "precise":
+            reasons.append(_short_of_target(cell, stop))
+    elif options.max_cv is None:
         if not _flag(cell, "valid_cv"):
             reasons.append(f"cv {cv:.1%} > {cell['max_valid_cv']:.0%}")
     elif not (cv <= options.max_cv):

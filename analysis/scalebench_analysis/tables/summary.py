@@ -22,7 +22,12 @@ import pandas as pd
 
 #: Untrusted-reason fragment (quality.py) -> what to do about it.
 _REMEDIES = (
-    ("cv ", "noisy: raise iterations, or repeat the cells (repetitions: 3) on a quieter machine"),
+    (
+        "cv ",
+        "noisy: set iterations: auto (measures until the median is known to +-2 %), or "
+        "repeat the cells (repetitions: 3) on a quieter machine",
+    ),
+    ("short of ci_width", "interval not reached: raise max_seconds (or ci_width)"),
     ("warm-up drift", "still warming up: raise warmup"),
     ("only ", "too few samples: raise iterations"),
     ("replicas out of sync", "replicas diverged: a correctness problem, see docs/ddp.md"),
