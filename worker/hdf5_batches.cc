@@ -48,6 +48,26 @@ std::vector<int64_t> numeric_dims(hid_t dataset, const std::string& what) {
   return {dims.begin(), dims.end()};
 }
 
+/// "int32", "uint8", "float64", ... of an open numeric dataset.
+std::string dtype_text(hid_t dataset) {
+  const auto type = own_datatype(HDF5_CHECK(H5Dget_type(dataset)));
+  const auto bits = std::to_string(8 * H5Tget_size(type));
+  if (H5Tget_class(type) == H5T_FLOAT) return "float" + bits;
+  return (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + bits;
+}
+
+bool is_float_dataset(hid_t dataset) {
+  const auto type = own_datatype(HDF5_CHECK(H5Dget_type(dataset)));
+  return H5Tget_class(type) == H5T_FLOAT;
+}
+
+/// Opens dataset `name` of `file` (the caller has checked that it exists).
+Hdf5Handle open_dataset(hid_t file, const std::string& name, const std::string& path) {
+  return as_cell_error(
+      FailurePhase::kDataOpen, "cannot open dataset '" + name + "' of " + path,
+      [&] { return own_dataset(HDF5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT))); });
+}
+
 hid_t memory_type_of(torch::ScalarType dtype) {
   switch (dtype) {
     case torch::kFloat32:
@@ -64,44 +84,33 @@ hid_t memory_type_of(torch::ScalarType dtype) {
 
 Hdf5Batches::Hdf5Batches(const std::filesystem::path& path, const std::string& inputs_dataset,
                          const std::string& targets_dataset, std::vector<int64_t> input_shape,
-                         torch::ScalarType input_dtype,
-                         std::optional<std::vector<int64_t>> expected_target_shape,
-                         int64_t num_classes, bool pin_memory)
+                         torch::ScalarType input_dtype, TargetSpec targets, bool pin_memory)
     : path_(path.string()),
       input_shape_(std::move(input_shape)),
       input_dtype_(input_dtype),
-      num_classes_(num_classes),
+      target_spec_(std::move(targets)),
       pin_memory_(pin_memory) {
   const auto start = std::chrono::steady_clock::now();
   silence_hdf5_error_printing();
   if (H5Fis_hdf5(path_.c_str()) <= 0) {
-    throw CellError(FailurePhase::kDataOpen,
-                    "data file " + path_ +
-                        " is missing or not an HDF5 file: write it with h5py "
-                        "(datasets '" +
-                        inputs_dataset + "' and '" + targets_dataset + "')");
+    throw CellError(
+        FailurePhase::kDataOpen,
+        "data file " + path_ + " is missing or not an HDF5 file: write it with h5py " +
+            (target_spec_.used ? "(datasets '" + inputs_dataset + "' and '" + targets_dataset + "')"
+                               : "(dataset '" + inputs_dataset + "')"));
   }
   file_ = as_cell_error(FailurePhase::kDataOpen, "cannot open data file " + path_, [&] {
     return own_file(HDF5_CHECK(H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
   });
-  auto open = [&](const std::string& name) {
-    if (H5Lexists(file_, name.c_str(), H5P_DEFAULT) <= 0) {
-      throw CellError(FailurePhase::kDataOpen,
-                      "data file " + path_ + " has no dataset '" + name +
-                          "': set data.inputs / data.targets to the datasets' "
-                          "names (h5ls -r " +
-                          path_ + " lists them)");
-    }
-    return as_cell_error(
-        FailurePhase::kDataOpen, "cannot open dataset '" + name + "' of " + path_,
-        [&] { return own_dataset(HDF5_CHECK(H5Dopen2(file_, name.c_str(), H5P_DEFAULT))); });
-  };
-  inputs_ = open(inputs_dataset);
-  targets_ = open(targets_dataset);
+  if (H5Lexists(file_, inputs_dataset.c_str(), H5P_DEFAULT) <= 0) {
+    throw CellError(FailurePhase::kDataOpen,
+                    "data file " + path_ + " has no dataset '" + inputs_dataset +
+                        "': set data.inputs / data.targets to the datasets' names (h5ls -r " +
+                        path_ + " lists them)");
+  }
+  inputs_ = open_dataset(file_, inputs_dataset, path_);
   const std::string inputs_what = "dataset '" + inputs_dataset + "' of " + path_;
-  const std::string targets_what = "dataset '" + targets_dataset + "' of " + path_;
   const auto input_dims = numeric_dims(inputs_, inputs_what);
-  const auto target_dims = numeric_dims(targets_, targets_what);
   memory_type_of(input_dtype_);
   if (input_dims.empty() || input_dims[0] < 1) {
     throw CellError(FailurePhase::kDataOpen,
@@ -115,23 +124,60 @@ Hdf5Batches::Hdf5Batches(const std::filesystem::path& path, const std::string& i
                         ", the cell's input_shape is " + shape_text(input_shape_) +
                         ": set the experiment's input_shape to " + shape_text(input_row));
   }
-  if (target_dims.empty() || target_dims[0] != rows_) {
-    throw CellError(FailurePhase::kDataOpen,
-                    targets_what + " has " +
-                        (target_dims.empty() ? std::string("no dimensions")
-                                             : std::to_string(target_dims[0]) + " rows") +
-                        ", the inputs have " + std::to_string(rows_) +
-                        ": store one target per input row");
-  }
-  target_shape_.assign(target_dims.begin() + 1, target_dims.end());
-  if (expected_target_shape && *expected_target_shape != target_shape_) {
-    throw CellError(FailurePhase::kDataOpen,
-                    targets_what + " has rows of shape " + shape_text(target_shape_) +
-                        ", the model needs " + shape_text(*expected_target_shape) +
-                        (expected_target_shape->empty() ? " (class ids: a 1-D dataset of integers)"
-                                                        : " (one label per voxel of the input)"));
-  }
+  if (target_spec_.used) open_targets(targets_dataset);
   open_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void Hdf5Batches::open_targets(const std::string& targets_dataset) {
+  const bool values = target_spec_.is_float();
+  const std::string needed =
+      values ? "float targets of the model output's shape " +
+                   shape_text(target_spec_.shape.value_or(std::vector<int64_t>{})) +
+                   (target_spec_.kind == TargetSpec::Kind::kUnitValues ? ", in [0, 1]" : "")
+             : std::string("integer class ids in [0, num_classes)");
+  if (H5Lexists(file_, targets_dataset.c_str(), H5P_DEFAULT) <= 0) {
+    throw CellError(FailurePhase::kDataOpen,
+                    "data file " + path_ + " has no dataset '" + targets_dataset +
+                        "': training with loss " + target_spec_.loss + " needs " + needed +
+                        " per input row; set data.targets to the targets' dataset (h5ls -r " +
+                        path_ +
+                        " lists them), or run the experiment in mode infer, which "
+                        "reads no targets");
+  }
+  targets_ = open_dataset(file_, targets_dataset, path_);
+  const std::string what = "dataset '" + targets_dataset + "' of " + path_;
+  const auto dims = numeric_dims(targets_, what);
+  if (dims.empty() || dims[0] != rows_) {
+    throw CellError(
+        FailurePhase::kDataOpen,
+        what + " has " +
+            (dims.empty() ? std::string("no dimensions") : std::to_string(dims[0]) + " rows") +
+            ", the inputs have " + std::to_string(rows_) + ": store one target per input row");
+  }
+  target_shape_.assign(dims.begin() + 1, dims.end());
+  const std::string stored = what + " holds " + dtype_text(targets_) + " " + shape_text(dims);
+  if (!values && is_float_dataset(targets_)) {
+    throw CellError(FailurePhase::kDataOpen,
+                    stored + ": loss " + target_spec_.loss +
+                        " (cross entropy) needs integer class ids; store the labels as "
+                        "integers (h5py: labels.astype('int64')), or set loss to mse, l1, "
+                        "smooth_l1 or bce_with_logits to train against float targets "
+                        "(docs/own-model.md#losses)");
+  }
+  const auto& expected = target_spec_.shape;
+  if (!expected || *expected == target_shape_) return;
+  if (values) {
+    throw CellError(FailurePhase::kDataOpen,
+                    stored + ": loss " + target_spec_.loss + " needs rows of the model output's " +
+                        "shape " + shape_text(*expected) + "; store targets " +
+                        shape_text(*expected).insert(1, expected->empty() ? "rows" : "rows, ") +
+                        ", or change num_classes or the loss (docs/own-model.md#losses)");
+  }
+  throw CellError(FailurePhase::kDataOpen,
+                  what + " has rows of shape " + shape_text(target_shape_) + ", the model needs " +
+                      shape_text(*expected) +
+                      (expected->empty() ? " (class ids: a 1-D dataset of integers)"
+                                         : " (one label per voxel of the input)"));
 }
 
 void Hdf5Batches::read_rows(hid_t dataset, hid_t memory_type, int64_t first, int64_t count,
@@ -152,8 +198,13 @@ void Hdf5Batches::read_rows(hid_t dataset, hid_t memory_type, int64_t first, int
 }
 
 HostBatch Hdf5Batches::make_batch(SampleRange range) const {
-  HostBatch batch =
-      allocate_host_batch(range.count, input_shape_, input_dtype_, target_shape_, pin_memory_);
+  const bool with_targets = target_spec_.used;
+  const bool values = target_spec_.is_float();
+  HostBatch batch{allocate_rows(range.count, input_shape_, input_dtype_, pin_memory_), {}};
+  if (with_targets) {
+    batch.targets = allocate_rows(range.count, target_shape_,
+                                  values ? torch::kFloat32 : torch::kInt64, pin_memory_);
+  }
   const int64_t input_row = elements(input_shape_);
   const int64_t target_row = elements(target_shape_);
   as_cell_error(FailurePhase::kData, "reading " + path_, [&] {
@@ -165,24 +216,51 @@ HostBatch Hdf5Batches::make_batch(SampleRange range) const {
       read_rows(inputs_, memory_type_of(input_dtype_), row, run, input_row,
                 static_cast<char*>(batch.inputs.data_ptr()) +
                     done * input_row * batch.inputs.element_size());
-      read_rows(targets_, H5T_NATIVE_INT64, row, run, target_row,
-                batch.targets.data_ptr<int64_t>() + done * target_row);
+      if (with_targets) {
+        read_rows(targets_, values ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, row, run, target_row,
+                  static_cast<char*>(batch.targets.data_ptr()) +
+                      done * target_row * batch.targets.element_size());
+      }
       done += run;
     }
     return 0;
   });
-  if (batch.targets.numel() > 0) {
-    const int64_t low = batch.targets.min().item<int64_t>();
-    const int64_t high = batch.targets.max().item<int64_t>();
-    if (low < 0 || high >= num_classes_) {
-      throw CellError(FailurePhase::kData,
-                      "targets of " + path_ + " rows " + std::to_string(range.first % rows_) +
-                          ".. hold label " + std::to_string(low < 0 ? low : high) +
-                          ", outside [0, num_classes=" + std::to_string(num_classes_) +
-                          "): set num_classes to the number of classes of the data");
-    }
-  }
+  if (with_targets) check_target_values(batch.targets, range.first);
   return batch;
+}
+
+void Hdf5Batches::check_target_values(const torch::Tensor& targets, int64_t first) const {
+  if (targets.numel() == 0) return;
+  const std::string rows = " rows " + std::to_string(first % rows_) + "..";
+  switch (target_spec_.kind) {
+    case TargetSpec::Kind::kClassIds: {
+      const int64_t low = targets.min().item<int64_t>();
+      const int64_t high = targets.max().item<int64_t>();
+      if (low < 0 || high >= target_spec_.num_classes) {
+        throw CellError(
+            FailurePhase::kData,
+            "targets of " + path_ + rows + " hold label " + std::to_string(low < 0 ? low : high) +
+                ", outside [0, num_classes=" + std::to_string(target_spec_.num_classes) +
+                "): set num_classes to the number of classes of the data");
+      }
+      return;
+    }
+    case TargetSpec::Kind::kUnitValues: {
+      const double low = targets.min().item<double>();
+      const double high = targets.max().item<double>();
+      if (!(low >= 0.0 && high <= 1.0)) {  // NaN fails too
+        throw CellError(FailurePhase::kData,
+                        "targets of " + path_ + rows + " hold " +
+                            std::to_string(low < 0.0 ? low : high) +
+                            ", outside [0, 1]: loss bce_with_logits needs probabilities "
+                            "(multi-label or soft masks); use mse, l1 or smooth_l1 for other "
+                            "values");
+      }
+      return;
+    }
+    case TargetSpec::Kind::kValues:
+      return;
+  }
 }
 
 std::map<std::string, double> Hdf5Batches::metrics() const {

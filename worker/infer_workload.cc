@@ -67,7 +67,10 @@ class InferWorkload : public Workload {
     model_->eval();
     synchronize_device(device);
     model_init_s_ = seconds_since(start);
-    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
+    // Note [Targets]: inference reads no targets (the output shape is not needed).
+    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape,
+                              cell_targets(cell, *resolved_.info, resolved_.input_shape,
+                                           resolved_.num_classes, /*output_shape=*/{}),
                               assignment.tree, cell.pinned_memory && device.is_cuda());
     checksum_ = torch::zeros({}, torch::TensorOptions(torch::kDouble).device(device));
     if (cell.cuda_graphs) capture_graphs();

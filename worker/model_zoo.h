@@ -41,14 +41,16 @@ struct ModelInfo {
   bool per_voxel_target = false;                    ///< target [D, H, W] instead of a class id
   /// Fills one sample in place from `generator` (through the const handles, as ATen's in-place
   /// ops do): `input` has the per-sample shape, `target` is a 0-dim int64 class id or an
-  /// int64 [D, H, W] label volume.
+  /// int64 [D, H, W] label volume, or undefined (a float loss draws its own targets: see
+  /// Note [Targets]). The input is drawn first, so it is the same bytes either way.
   std::function<void(const torch::Tensor& input, const torch::Tensor& target, int64_t num_classes,
                      at::Generator& generator)>
       make_sample;
 };
 
 /// ModelInfo::make_sample of image models and TorchScript models: N(0, 1) inputs and
-/// uniform labels in [0, num_classes) (one class id, or every voxel of a label volume).
+/// uniform labels in [0, num_classes) (one class id, or every voxel of a label volume; none
+/// when `target` is undefined).
 void make_normal_sample(const torch::Tensor& input, const torch::Tensor& target,
                         int64_t num_classes, at::Generator& generator);
 
@@ -64,9 +66,25 @@ std::vector<std::string> model_names();
 /// Per-sample target shape: {} for a class id, the input's spatial dims for per-voxel.
 std::vector<int64_t> target_shape(const ModelInfo& info, const std::vector<int64_t>& input_shape);
 
-/// The task's loss (mean cross entropy over samples, or over voxels for unet3d), computed
-/// in float32 whatever the logits' dtype.
-torch::Tensor task_loss(const torch::Tensor& logits, const torch::Tensor& targets);
+/// A training loss (CellSpec::loss, docs/own-model.md#losses). See Note [Targets] in
+/// worker/batch_source.h for the targets each one trains against.
+enum class Loss { kCrossEntropy, kMse, kL1, kSmoothL1, kBceWithLogits };
+
+/// The loss named `name`: "auto" (the zoo's rule) and "cross_entropy" are cross entropy.
+/// Throws InputError listing the names for any other.
+Loss parse_loss(const std::string& name);
+
+/// True for the losses that train against float32 targets of the model output's shape
+/// (mse, l1, smooth_l1, bce_with_logits); false for cross entropy (int64 class ids).
+bool has_float_targets(Loss loss);
+
+/// The task's loss, a mean computed in float32 whatever the logits' dtype: cross entropy of
+/// logits [B, classes, spatial...] against int64 targets [B, spatial...] (over samples, or
+/// voxels for unet3d), or the elementwise `loss` against float targets of the logits' shape.
+/// Throws CellError(FailurePhase::kForward) when float targets' shape is not the logits'
+/// (the loss functions would broadcast them silently).
+torch::Tensor task_loss(const torch::Tensor& logits, const torch::Tensor& targets,
+                        Loss loss = Loss::kCrossEntropy);
 
 /// Number of elements of all parameters of `module`.
 int64_t parameter_count(torch::nn::Module& module);

@@ -29,20 +29,35 @@ SampleRange shard_range(int64_t samples, int rank, int world_size) {
 }
 
 SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape,
-                             int64_t num_classes, uint64_t seed, bool pin_memory)
+                             TargetSpec targets, uint64_t seed, bool pin_memory)
     : model_(model),
       input_shape_(std::move(input_shape)),
-      target_shape_(target_shape(model, input_shape_)),
-      num_classes_(num_classes),
+      targets_(std::move(targets)),
+      target_shape_(targets_.shape.value_or(target_shape(model, input_shape_))),
       seed_(seed),
       pin_memory_(pin_memory) {}
 
+SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape,
+                             int64_t num_classes, uint64_t seed, bool pin_memory)
+    : SyntheticData(
+          model, input_shape,
+          TargetSpec{.shape = target_shape(model, input_shape), .num_classes = num_classes}, seed,
+          pin_memory) {}
+
 HostBatch SyntheticData::make_batch(SampleRange range) const {
-  HostBatch batch = allocate_host_batch(range.count, input_shape_, model_.input_dtype,
-                                        target_shape_, pin_memory_);
+  const bool values = targets_.is_float();
+  HostBatch batch{allocate_rows(range.count, input_shape_, model_.input_dtype, pin_memory_),
+                  allocate_rows(range.count, target_shape_,
+                                values ? torch::kFloat32 : torch::kInt64, pin_memory_)};
   for (int64_t i = 0; i < range.count; ++i) {
     auto generator = at::make_generator<at::CPUGeneratorImpl>(sample_seed(seed_, range.first + i));
-    model_.make_sample(batch.inputs[i], batch.targets[i], num_classes_, generator);
+    // Note [Targets]: float targets are drawn after the input, from the same generator.
+    model_.make_sample(batch.inputs[i], values ? torch::Tensor() : batch.targets[i],
+                       targets_.num_classes, generator);
+    if (targets_.kind == TargetSpec::Kind::kValues) batch.targets[i].normal_(0.0, 1.0, generator);
+    if (targets_.kind == TargetSpec::Kind::kUnitValues) {
+      batch.targets[i].uniform_(0.0, 1.0, generator);
+    }
   }
   return batch;
 }

@@ -37,6 +37,11 @@ SampleRange shard_range(int64_t samples, int rank, int world_size);
 /// Makes batches of one model's synthetic samples. Not thread safe (one per workload).
 class SyntheticData : public BatchSource {
  public:
+  /// Targets as `targets` says (Note [Targets]); TargetSpec::used is ignored (inference
+  /// batches keep their class ids).
+  SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape, TargetSpec targets,
+                uint64_t seed, bool pin_memory);
+  /// Class-id targets in [0, num_classes) of the zoo's rule (target_shape).
   SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape, int64_t num_classes,
                 uint64_t seed, bool pin_memory);
   /// See BatchSource::make_batch; sample i is the same bytes whichever batch makes it.
@@ -45,8 +50,8 @@ class SyntheticData : public BatchSource {
  private:
   const ModelInfo& model_;
   std::vector<int64_t> input_shape_;
+  TargetSpec targets_;
   std::vector<int64_t> target_shape_;
-  int64_t num_classes_;
   uint64_t seed_;
   bool pin_memory_;
 };

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/base/error.h"
+#include "common/cell/output_comparison.h"
 #include "protocol/mpi_check.h"
 #include "worker/accuracy_sums.h"
 #include "worker/batch_source.h"
@@ -41,6 +42,27 @@ double parameter_distance(torch::nn::Module& model, torch::nn::Module& reference
   return ref_sq > 0 ? std::sqrt(diff_sq / ref_sq) : std::sqrt(diff_sq);
 }
 
+/// One sample's output shape (no batch dimension): a forward pass of a zero sample on
+/// `device` in eval mode without autograd, the training mode restored. See Note [Targets].
+std::vector<int64_t> sample_output_shape(models::ZooModel& model, const ResolvedModel& resolved,
+                                         const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> sizes = {1};
+  sizes.insert(sizes.end(), resolved.input_shape.begin(), resolved.input_shape.end());
+  const bool training = model.is_training();
+  model.eval();
+  const torch::Tensor output = model.forward(
+      torch::zeros(sizes, torch::TensorOptions(resolved.info->input_dtype).device(device)));
+  model.train(training);
+  if (output.dim() < 1 || output.size(0) != 1) {
+    throw CellError(FailurePhase::kForward,
+                    "the model returned " + shape_text(output.sizes().vec()) +
+                        " for a batch of one sample: a float loss needs outputs [B, ...] with "
+                        "the batch first (docs/own-model.md#losses)");
+  }
+  return {output.sizes().begin() + 1, output.sizes().end()};
+}
+
 class TrainWorkload : public Workload {
  public:
   TrainWorkload(const Assignment& assignment, const torch::Device& device, MPI_Comm group)
@@ -48,6 +70,7 @@ class TrainWorkload : public Workload {
         device_(device),
         group_(group),
         resolved_(resolve_model(assignment.cell, assignment.artifact)),
+        loss_(parse_loss(assignment.cell.loss)),
         keep_losses_(assignment.cell.validate) {
     const CellSpec& cell = assignment.cell;
     if (cell.validate) assignment_ = assignment;  // the reference is built from it
@@ -64,7 +87,12 @@ class TrainWorkload : public Workload {
     optimizer_ = make_optimizer(cell.optimizer, model_->parameters());
     synchronize_device(device);
     model_init_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
+    const std::vector<int64_t> output_shape = has_float_targets(loss_)
+                                                  ? sample_output_shape(*model_, resolved_, device)
+                                                  : std::vector<int64_t>{};
+    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape,
+                              cell_targets(cell, *resolved_.info, resolved_.input_shape,
+                                           resolved_.num_classes, output_shape),
                               assignment.tree, cell.pinned_memory && device.is_cuda());
   }
 
@@ -105,7 +133,7 @@ class TrainWorkload : public Workload {
     {
       PhaseScope phase(timer, kForward);
       AutocastScope autocast(cell_.precision, device_);
-      loss = task_loss(model_->forward(inputs), targets);
+      loss = task_loss(model_->forward(inputs), targets, loss_);
     }
     {
       PhaseScope phase(timer, kBackward);
@@ -200,6 +228,7 @@ class TrainWorkload : public Workload {
   torch::Device device_;
   MPI_Comm group_;
   ResolvedModel resolved_;
+  Loss loss_;
   int rank_ = 0;
   int world_ = 1;
   std::shared_ptr<models::ZooModel> model_;

@@ -4,16 +4,21 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <torch/cuda.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <numeric>
 #include <thread>
 
 #include "common/cell/adaptive_stop.h"
+#include "common/hdf5/check.h"
+#include "common/hdf5/wrappers.h"
 #include "protocol/mpi_comm.h"
 #include "run_cell.h"
 #include "worker/accuracy_sums.h"
@@ -117,6 +122,99 @@ TEST(WorkloadMpi, TrainingTimingsAddUpAndReplicasStayInSync) {
   MPI_Allreduce(&checksum, &lowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&checksum, &highest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   EXPECT_NEAR(lowest, highest, 1e-9 * std::abs(highest)) << "replicas diverged";
+}
+
+TEST(WorkloadMpi, EveryLossTrainsAndAutoIsCrossEntropy) {
+  std::map<std::string, RankResult> results;
+  for (const std::string loss :
+       {"auto", "cross_entropy", "mse", "l1", "smooth_l1", "bce_with_logits"}) {
+    SCOPED_TRACE(loss);
+    CellSpec cell = training_cell();
+    cell.loss = loss;
+    cell.batch_size = 16;
+    cell.measured_iterations = 4;
+    const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+    ASSERT_EQ(result.status, CellStatus::kOk)
+        << to_string(result.failed_phase) << ": " << result.reason;
+    EXPECT_TRUE(std::isfinite(result.metrics.at("final_loss")));
+    results.emplace(loss, result);
+  }
+  // Same samples, same loss: auto is cross entropy bit for bit (only the id differs).
+  for (const std::string metric : {"final_loss", "param_checksum"}) {
+    EXPECT_EQ(results.at("auto").metrics.at(metric), results.at("cross_entropy").metrics.at(metric))
+        << metric;
+  }
+}
+
+TEST(WorkloadMpi, Unet3dTrainsLabelFreeWithMse) {
+  CellSpec cell = training_cell();
+  cell.experiment = "train-unet3d-mse";
+  cell.model.zoo = "unet3d";
+  cell.input_shape = {1, 8, 8, 8};
+  cell.num_classes = 1;
+  cell.loss = "mse";
+  cell.batch_size = 2;
+  cell.warmup_iterations = 1;
+  cell.measured_iterations = 3;
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(result.status, CellStatus::kOk)
+      << to_string(result.failed_phase) << ": " << result.reason;
+  EXPECT_TRUE(std::isfinite(result.metrics.at("final_loss")));
+  EXPECT_GT(result.metrics.at("final_loss"), 0.0);
+}
+
+/// A file of 6 mlp inputs [6, 784] (and float targets [6, 3] when `with_targets`) that rank 0
+/// writes in the temporary directory; every rank gets its path.
+std::string shared_images_file(bool with_targets) {
+  int pid = ::getpid();
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const auto path =
+      std::filesystem::temp_directory_path() / ("scalebench_workload_" + std::to_string(pid) +
+                                                (with_targets ? "_targets.h5" : "_images.h5"));
+  if (world_rank() == 0) {
+    const auto file =
+        own_file(HDF5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+    h5::write_double_dataset(file, "inputs", {6, 784}, std::vector<double>(6 * 784, 0.5));
+    if (with_targets) h5::write_double_dataset(file, "targets", {6, 3}, std::vector<double>(18, 1));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  return path.string();
+}
+
+TEST(WorkloadMpi, Hdf5InferenceNeedsNoTargetsAndTrainingSaysWhatToChange) {
+  const std::string images = shared_images_file(/*with_targets=*/false);
+  const std::string regression = shared_images_file(/*with_targets=*/true);
+  CellSpec cell = inference_cell("mlp", {});
+  cell.data = {"hdf5", images, "inputs", "targets"};
+  const RankResult inference = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(inference.status, CellStatus::kOk)
+      << to_string(inference.failed_phase) << ": " << inference.reason;
+  EXPECT_EQ(group_sum(inference.metrics.at("samples")), 11.0);
+
+  CellSpec train = training_cell();
+  train.batch_size = 4;
+  train.measured_iterations = 2;
+  train.source = "matrix.yaml:9";
+  train.data = cell.data;
+  const RankResult unlabelled = run_cell(train, MPI_COMM_WORLD);
+  EXPECT_EQ(unlabelled.status, CellStatus::kFailed);
+  EXPECT_EQ(unlabelled.failed_phase, FailurePhase::kDataOpen);
+  for (const std::string needle : {"no dataset 'targets'", "data.targets", "matrix.yaml:9"}) {
+    EXPECT_NE(unlabelled.reason.find(needle), std::string::npos) << unlabelled.reason;
+  }
+  // mlp's output is [10] per sample; the file's float targets are [3].
+  train.loss = "mse";
+  train.data.path = regression;
+  const RankResult mismatched = run_cell(train, MPI_COMM_WORLD);
+  EXPECT_EQ(mismatched.failed_phase, FailurePhase::kDataOpen);
+  for (const std::string needle : {"float64 [6, 3]", "output's shape [10]", "[rows, 10]"}) {
+    EXPECT_NE(mismatched.reason.find(needle), std::string::npos) << mismatched.reason;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) {
+    std::filesystem::remove(images);
+    std::filesystem::remove(regression);
+  }
 }
 
 TEST(WorkloadMpi, ARankFailingAtInitDoesNotHangTheGroup) {

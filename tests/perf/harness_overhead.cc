@@ -39,7 +39,9 @@ class BareTraining {
     model_ = resolved_.info->build(resolved_.input_shape, resolved_.num_classes);
     model_->train();
     optimizer_ = make_optimizer(cell.optimizer, model_->parameters());
-    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape, resolved_.num_classes,
+    data_ = make_batch_source(cell, *resolved_.info, resolved_.input_shape,
+                              cell_targets(cell, *resolved_.info, resolved_.input_shape,
+                                           resolved_.num_classes, /*output_shape=*/{}),
                               "", false);
   }
 

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "common/base/error.h"
+#include "common/cell/output_comparison.h"
 #include "common/cell/zoo_names.h"
 #include "worker/model_zoo.h"
 
@@ -112,7 +113,7 @@ ModelInfo transformer_info() {
   info.make_sample = [](const torch::Tensor& input, const torch::Tensor& target,
                         int64_t num_classes, at::Generator& generator) {
     input.random_(0, models::kTransformerVocab, generator);
-    target.random_(0, num_classes, generator);
+    if (target.defined()) target.random_(0, num_classes, generator);
   };
   return info;
 }
@@ -134,7 +135,7 @@ const std::map<std::string, ModelInfo>& registry() {
 void make_normal_sample(const torch::Tensor& input, const torch::Tensor& target,
                         int64_t num_classes, at::Generator& generator) {
   input.normal_(0.0, 1.0, generator);
-  target.random_(0, num_classes, generator);
+  if (target.defined()) target.random_(0, num_classes, generator);
 }
 
 const ModelInfo& find_model(const std::string& name) {
@@ -159,8 +160,48 @@ std::vector<int64_t> target_shape(const ModelInfo& info, const std::vector<int64
   return {input_shape.begin() + 1, input_shape.end()};
 }
 
-torch::Tensor task_loss(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat32), targets);
+Loss parse_loss(const std::string& name) {
+  static const std::map<std::string, Loss> losses = {{"auto", Loss::kCrossEntropy},
+                                                     {"cross_entropy", Loss::kCrossEntropy},
+                                                     {"mse", Loss::kMse},
+                                                     {"l1", Loss::kL1},
+                                                     {"smooth_l1", Loss::kSmoothL1},
+                                                     {"bce_with_logits", Loss::kBceWithLogits}};
+  const auto found = losses.find(name);
+  if (found == losses.end()) {
+    throw InputError("unknown loss \"" + name +
+                     "\": use auto, cross_entropy, mse, l1, smooth_l1 or bce_with_logits");
+  }
+  return found->second;
+}
+
+bool has_float_targets(Loss loss) { return loss != Loss::kCrossEntropy; }
+
+torch::Tensor task_loss(const torch::Tensor& logits, const torch::Tensor& targets, Loss loss) {
+  namespace F = torch::nn::functional;
+  const torch::Tensor output = logits.to(torch::kFloat32);
+  if (loss == Loss::kCrossEntropy) return F::cross_entropy(output, targets);
+  if (output.sizes() != targets.sizes()) {
+    throw CellError(FailurePhase::kForward,
+                    "the model returned " + shape_text(output.sizes().vec()) +
+                        " for a batch whose float targets are " +
+                        shape_text(targets.sizes().vec()) +
+                        ": a regression or bce_with_logits loss needs targets of the output's "
+                        "shape (docs/own-model.md#losses)");
+  }
+  switch (loss) {
+    case Loss::kMse:
+      return F::mse_loss(output, targets);
+    case Loss::kL1:
+      return F::l1_loss(output, targets);
+    case Loss::kSmoothL1:
+      return F::smooth_l1_loss(output, targets);
+    case Loss::kBceWithLogits:
+      return F::binary_cross_entropy_with_logits(output, targets);
+    case Loss::kCrossEntropy:
+      break;
+  }
+  throw CellError(FailurePhase::kForward, "unhandled loss");
 }
 
 int64_t parameter_count(torch::nn::Module& module) {

@@ -190,6 +190,30 @@ TEST(MatrixExpandTest, CellIdsAreStableAndChangeWithTheSpec) {
   EXPECT_EQ(kept, 8U);  // the batch-8 cells keep their ids
 }
 
+TEST(MatrixExpandTest, LossAutoKeepsTheIdsOfEarlierCellsAndInferenceIgnoresTheLoss) {
+  const auto plain = load_matrix_text("m.yaml", kBase);
+  const auto explicit_auto = load_matrix_text("m.yaml", "defaults: {loss: auto}\n" + kBase);
+  const auto mse = load_matrix_text("m.yaml", "defaults: {loss: mse}\n" + kBase);
+  ASSERT_EQ(plain.cells.size(), mse.cells.size());
+  for (size_t i = 0; i < plain.cells.size(); ++i) {
+    EXPECT_EQ(plain.cells[i].cell_id, explicit_auto.cells[i].cell_id);
+    // Inference has no loss: the matrix resets it, so its cells keep their ids.
+    const bool train = plain.cells[i].mode == Mode::kTrain;
+    EXPECT_EQ(mse.cells[i].loss, train ? "mse" : "auto");
+    EXPECT_EQ(plain.cells[i].cell_id == mse.cells[i].cell_id, !train);
+  }
+}
+
+TEST(MatrixExpandTest, Hdf5DataWithoutTargetsDefaultsTheDatasetName) {
+  // The worker opens it for training only (docs/own-model.md#losses).
+  const auto m = load_matrix_text("m.yaml",
+                                  "sweep: {modes: [infer], batch_sizes: [4]}\nexperiments:\n"
+                                  "  - {model: mlp, data: {hdf5: data.h5, inputs: images}}\n");
+  ASSERT_EQ(m.cells.size(), 1U);
+  EXPECT_EQ(m.cells[0].data.inputs, "images");
+  EXPECT_EQ(m.cells[0].data.targets, "targets");
+}
+
 TEST(MatrixExpandTest, MaxWorldSizeLimitIsApplied) {
   const std::string text =
       "sweep:\n  batch_sizes: [1]\n  world_sizes: [8]\nexperiments:\n  - model: mlp\n";

@@ -84,6 +84,19 @@ void expect_cell_error(const std::string& phase, const std::vector<std::string>&
   }
 }
 
+/// Class-id targets of per-row shape `shape` (nullopt: any) in [0, classes).
+TargetSpec class_ids(std::optional<std::vector<int64_t>> shape, int64_t classes) {
+  return {.shape = std::move(shape), .num_classes = classes};
+}
+
+/// Float targets (`kind`) of per-row shape `shape` for loss `loss`.
+TargetSpec float_values(std::vector<int64_t> shape, const std::string& loss = "mse") {
+  return {
+      .kind = loss == "bce_with_logits" ? TargetSpec::Kind::kUnitValues : TargetSpec::Kind::kValues,
+      .shape = std::move(shape),
+      .loss = loss};
+}
+
 Hdf5Batches open_standard(const fs::path& path, int64_t classes = 5,
                           std::vector<int64_t> input_shape = {2, 3}) {
   return {path,
@@ -91,8 +104,7 @@ Hdf5Batches open_standard(const fs::path& path, int64_t classes = 5,
           "targets",
           std::move(input_shape),
           torch::kFloat32,
-          std::vector<int64_t>{},
-          classes,
+          class_ids(std::vector<int64_t>{}, classes),
           /*pin_memory=*/false};
 }
 
@@ -157,8 +169,8 @@ TEST_F(Hdf5BatchesTest, TokenInputsAndVoxelTargetsConvertToInt64) {
     for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>(i % 3);
     write_dataset(file, "voxels", {3, 2, 2}, H5T_STD_I64LE, H5T_NATIVE_INT64, labels.data());
   }
-  const Hdf5Batches batches(path, "ids", "voxels", {4}, torch::kInt64, std::vector<int64_t>{2, 2},
-                            3, false);
+  const Hdf5Batches batches(path, "ids", "voxels", {4}, torch::kInt64,
+                            class_ids(std::vector<int64_t>{2, 2}, 3), false);
   const HostBatch batch = batches.make_batch({2, 2});
   EXPECT_EQ(batch.inputs.scalar_type(), torch::kInt64);
   EXPECT_TRUE(torch::equal(
@@ -196,12 +208,12 @@ TEST_F(Hdf5BatchesTest, MissingFileOrDatasetFailsAtOpen) {
     write_inputs_and_targets(file, H5T_IEEE_F32LE, 5);
   }
   expect_cell_error("data_open", {"'images'", path.string(), "data.inputs"}, [&] {
-    Hdf5Batches(path, "images", "targets", {2, 3}, torch::kFloat32, std::vector<int64_t>{}, 5,
-                false);
+    Hdf5Batches(path, "images", "targets", {2, 3}, torch::kFloat32,
+                class_ids(std::vector<int64_t>{}, 5), false);
   });
   expect_cell_error("data_open", {"'group/labels'"}, [&] {
-    Hdf5Batches(path, "inputs", "group/labels", {2, 3}, torch::kFloat32, std::vector<int64_t>{}, 5,
-                false);
+    Hdf5Batches(path, "inputs", "group/labels", {2, 3}, torch::kFloat32,
+                class_ids(std::vector<int64_t>{}, 5), false);
   });
 }
 
@@ -257,16 +269,16 @@ TEST_F(Hdf5BatchesTest, VoxelTargetsMustMatchTheZooModel) {
   }
   expect_cell_error("data_open", {"rows of shape [4, 4, 2]", "needs [4, 4, 4]", "per voxel"}, [&] {
     Hdf5Batches(path, "inputs", "targets", {1, 4, 4, 4}, torch::kFloat32,
-                std::vector<int64_t>{4, 4, 4}, 2, false);
+                class_ids(std::vector<int64_t>{4, 4, 4}, 2), false);
   });
   // Class ids expected, voxel labels stored.
   expect_cell_error("data_open", {"needs []", "class ids"}, [&] {
-    Hdf5Batches(path, "inputs", "targets", {1, 4, 4, 4}, torch::kFloat32, std::vector<int64_t>{}, 2,
-                false);
+    Hdf5Batches(path, "inputs", "targets", {1, 4, 4, 4}, torch::kFloat32,
+                class_ids(std::vector<int64_t>{}, 2), false);
   });
   // No expectation (TorchScript): the file's shape is taken.
-  const Hdf5Batches any(path, "inputs", "targets", {1, 4, 4, 4}, torch::kFloat32, std::nullopt, 2,
-                        false);
+  const Hdf5Batches any(path, "inputs", "targets", {1, 4, 4, 4}, torch::kFloat32,
+                        class_ids(std::nullopt, 2), false);
   EXPECT_EQ(any.make_batch({0, 2}).targets.sizes(), (std::vector<int64_t>{2, 4, 4, 2}));
 }
 
@@ -305,25 +317,121 @@ TEST_F(Hdf5BatchesTest, MakeBatchSourceResolvesRelativePathsAgainstTheTree) {
   cell.model.zoo = "mlp";
   cell.data = {"hdf5", "data/../data/train.h5", "inputs", "targets"};
   const ModelInfo& mlp = find_model("mlp");
-  const auto source = make_batch_source(cell, mlp, {2, 3}, 5, dir_.string(), false);
+  const TargetSpec classes = class_ids(std::vector<int64_t>{}, 5);
+  const auto source = make_batch_source(cell, mlp, {2, 3}, classes, dir_.string(), false);
   ASSERT_NE(dynamic_cast<Hdf5Batches*>(source.get()), nullptr);
   EXPECT_EQ(source->metrics().at("data_rows"), 5.0);
   EXPECT_TRUE(torch::equal(source->make_batch({4, 2}).inputs, expected_rows({4, 0})));
 
   // An absolute path ignores the tree.
   cell.data.path = path.string();
-  EXPECT_NO_THROW(make_batch_source(cell, mlp, {2, 3}, 5, "/nonexistent-tree", false));
+  EXPECT_NO_THROW(make_batch_source(cell, mlp, {2, 3}, classes, "/nonexistent-tree", false));
   // Relative to another tree: missing.
   cell.data.path = "data/train.h5";
   expect_cell_error("data_open", {"/nonexistent-tree/data/train.h5"}, [&] {
-    make_batch_source(cell, mlp, {2, 3}, 5, "/nonexistent-tree", false);
+    make_batch_source(cell, mlp, {2, 3}, classes, "/nonexistent-tree", false);
   });
   cell.data.kind = "parquet";
   expect_cell_error("data_open", {"parquet"}, [&] {
-    make_batch_source(cell, mlp, {2, 3}, 5, dir_.string(), false);
+    make_batch_source(cell, mlp, {2, 3}, classes, dir_.string(), false);
   });
   cell.data.kind = "synthetic";
-  EXPECT_TRUE(make_batch_source(cell, mlp, {2, 3}, 5, dir_.string(), false)->metrics().empty());
+  EXPECT_TRUE(
+      make_batch_source(cell, mlp, {2, 3}, classes, dir_.string(), false)->metrics().empty());
+}
+
+/// inputs [5, 2, 3] float32 and, unless `targets_type` is 0, targets [5, row...] of
+/// `targets_type` holding `values` (row-major).
+fs::path write_float_targets(const fs::path& path, hid_t targets_type,
+                             const std::vector<hsize_t>& targets_dims,
+                             const std::vector<double>& values) {
+  auto file =
+      own_file(HDF5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)));
+  const auto inputs = row_major_values(5, 6);
+  write_dataset(file, "inputs", {5, 2, 3}, H5T_IEEE_F32LE, H5T_NATIVE_DOUBLE, inputs.data());
+  if (targets_type != 0) {
+    write_dataset(file, "targets", targets_dims, targets_type, H5T_NATIVE_DOUBLE, values.data());
+  }
+  return path;
+}
+
+TEST_F(Hdf5BatchesTest, FloatTargetsOfAFloatLossReadAsFloat32) {
+  const auto values = row_major_values(5, 3);  // 10 r + e
+  for (const hid_t file_type : {H5T_IEEE_F64LE, H5T_IEEE_F32LE, H5T_STD_I16LE}) {
+    const auto path = write_float_targets(dir_ / "regression.h5", file_type, {5, 3}, values);
+    const Hdf5Batches batches(path, "inputs", "targets", {2, 3}, torch::kFloat32, float_values({3}),
+                              false);
+    const HostBatch batch = batches.make_batch({4, 2});  // rows 4, 0
+    EXPECT_EQ(batch.targets.scalar_type(), torch::kFloat32);
+    EXPECT_TRUE(
+        torch::equal(batch.targets, torch::tensor({{40.0F, 41.0F, 42.0F}, {0.0F, 1.0F, 2.0F}})))
+        << batch.targets;
+  }
+}
+
+TEST_F(Hdf5BatchesTest, FloatTargetsOfAnotherShapeNameDatasetDtypeShapeAndFix) {
+  const auto path =
+      write_float_targets(dir_ / "regression.h5", H5T_IEEE_F32LE, {5, 4}, row_major_values(5, 4));
+  expect_cell_error(
+      "data_open",
+      {"'targets'", path.string(), "float32 [5, 4]", "loss mse", "output's shape [3]",
+       "store targets [rows, 3]", "num_classes"},
+      [&] {
+        Hdf5Batches(path, "inputs", "targets", {2, 3}, torch::kFloat32, float_values({3}), false);
+      });
+}
+
+TEST_F(Hdf5BatchesTest, CrossEntropyRefusesFloatTargets) {
+  const auto path =
+      write_float_targets(dir_ / "soft.h5", H5T_IEEE_F64LE, {5}, {0.0, 1.0, 0.5, 1.0, 0.0});
+  expect_cell_error(
+      "data_open",
+      {"'targets'", "float64 [5]", "integer class ids", "astype('int64')", "bce_with_logits"},
+      [&] { open_standard(path); });
+}
+
+TEST_F(Hdf5BatchesTest, BceTargetsOutsideTheUnitIntervalFailTheBatch) {
+  const auto path =
+      write_float_targets(dir_ / "masks.h5", H5T_IEEE_F32LE, {5, 1}, {0.0, 1.0, 0.25, 2.0, 0.5});
+  const Hdf5Batches batches(path, "inputs", "targets", {2, 3}, torch::kFloat32,
+                            float_values({1}, "bce_with_logits"), false);
+  EXPECT_NO_THROW((void)batches.make_batch({0, 3}));
+  expect_cell_error("data", {path.string(), "outside [0, 1]", "bce_with_logits"}, [&] {
+    (void)batches.make_batch({2, 3});
+  });
+  // Other float losses take any value.
+  EXPECT_NO_THROW((void)Hdf5Batches(path, "inputs", "targets", {2, 3}, torch::kFloat32,
+                                    float_values({1}), false)
+                      .make_batch({0, 5}));
+}
+
+TEST_F(Hdf5BatchesTest, InferenceNeedsNoTargetsTrainingNamesTheMatrixLine) {
+  const auto path = write_float_targets(dir_ / "images.h5", 0, {}, {});
+  CellSpec cell;
+  cell.model.zoo = "mlp";
+  cell.mode = Mode::kInfer;
+  cell.data = {"hdf5", "images.h5", "inputs", "targets"};
+  cell.source = "matrix.yaml:12";
+  const ModelInfo& mlp = find_model("mlp");
+  const auto inference = make_batch_source(
+      cell, mlp, {2, 3}, cell_targets(cell, mlp, {2, 3}, 5, {}), dir_.string(), false);
+  const HostBatch batch = inference->make_batch({3, 4});
+  EXPECT_TRUE(torch::equal(batch.inputs, expected_rows({3, 4, 0, 1})));
+  EXPECT_FALSE(batch.targets.defined());
+
+  cell.mode = Mode::kTrain;
+  expect_cell_error("data_open",
+                    {path.string(), "no dataset 'targets'", "training with loss auto",
+                     "integer class ids", "data.targets", "mode infer", "matrix.yaml:12"},
+                    [&] {
+                      make_batch_source(cell, mlp, {2, 3}, cell_targets(cell, mlp, {2, 3}, 5, {}),
+                                        dir_.string(), false);
+                    });
+  cell.loss = "mse";
+  expect_cell_error("data_open", {"training with loss mse", "float targets", "[10]"}, [&] {
+    make_batch_source(cell, mlp, {2, 3}, cell_targets(cell, mlp, {2, 3}, 10, {10}), dir_.string(),
+                      false);
+  });
 }
 
 }  // namespace
