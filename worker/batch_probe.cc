@@ -4,11 +4,13 @@
 #include <array>
 #include <atomic>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/base/error.h"
 #include "common/base/logging.h"
+#include "common/cell/batch_refinement.h"
 #include "common/cell/stats.h"
 #include "protocol/cell_progress_reporter.h"
 #include "protocol/group_probe.h"
@@ -148,9 +150,10 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       world_rank);
 
   BatchSearch search(cell.min_batch, cell.max_batch);
-  while (const auto next = search.next()) {
+  // Probes `batch` on the group and records it in outcome.probes; its fit, or nullopt when
+  // a non-memory failure moved the search's start up (Note [Batch search start]).
+  const auto probe_batch = [&](int64_t batch) -> std::optional<bool> {
     outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
-    const int64_t batch = *next;
     probe_stage = "probe b" + std::to_string(batch);
     // Note [Group probes]: a lone step first, so that an OOM never strands a collective.
     if (train && world > 1) {
@@ -162,7 +165,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       const GroupOutcome lone = reduce_probe(alone, batch, world, group);
       if (lone.failed || lone.probe.status != ProbeStatus::kOk) {
         if (lone.failed) {
-          if (move_start_up(search, batch, cell, alone.failure, outcome)) continue;
+          if (move_start_up(search, batch, cell, alone.failure, outcome)) return std::nullopt;
           throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, alone.failure));
         }
         BatchProbe failed = lone.probe;
@@ -171,10 +174,9 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
         failed.throughput = 0;
         failed.times_s.clear();
         outcome.probes.push_back(failed);
-        search.record(false);
         SB_LOG(info) << "batch search: " << batch << " " << to_string(failed.status)
                      << " (one step per rank alone)";
-        continue;
+        return false;
       }
     }
     const LocalProbe local = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe& probe) {
@@ -187,7 +189,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
     });
     const GroupOutcome reduced = reduce_probe(local, batch, world, group);
     if (reduced.failed) {
-      if (move_start_up(search, batch, cell, local.failure, outcome)) continue;
+      if (move_start_up(search, batch, cell, local.failure, outcome)) return std::nullopt;
       throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, local.failure));
     }
     if (reduced.timed_out) {
@@ -195,14 +197,31 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
                       search_timeout_reason(batch, outcome.probes.size()));
     }
     outcome.probes.push_back(reduced.probe);
-    search.record(reduced.probe.status == ProbeStatus::kOk);
     SB_LOG(info) << "batch search: " << batch << " " << to_string(reduced.probe.status)
                  << ", median " << reduced.probe.median_s * 1e3 << " ms, peak "
                  << reduced.probe.peak_memory_bytes / (1 << 20) << " MiB";
+    return reduced.probe.status == ProbeStatus::kOk;
+  };
+  while (const auto next = search.next()) {
+    if (const auto fits = probe_batch(*next)) search.record(*fits);
   }
 
+  // Note [Batch refinement]: one more probe at the largest batch the memory line puts
+  // inside the margin, when the search did not measure it.
+  GroupChoice choice = choose_batch(outcome.probes, cell, outcome.budget_bytes, group);
+  if (choice.figures.max_batch_ok > 0) {
+    const auto refined =
+        refined_batch(outcome.probes, {.safety_margin = cell.safety_margin,
+                                       .latency_slo_s = cell.latency_slo_ms / 1000.0,
+                                       .memory_budget_bytes = choice.budget_bytes});
+    if (refined) {
+      SB_LOG(info) << "batch search: refining inside the margin at " << *refined;
+      probe_batch(*refined);
+      outcome.refined_batch = *refined;
+    }
+  }
   outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
-  const GroupChoice choice = choose_batch(outcome.probes, cell, outcome.budget_bytes, group);
+  choice = choose_batch(outcome.probes, cell, outcome.budget_bytes, group);
   if (choice.figures.max_batch_ok == 0) {
     throw OutOfMemoryError(FailurePhase::kBatchSearch,
                            nothing_fits_reason(cell, outcome.probes.front(), choice.budget_bytes));

@@ -44,6 +44,9 @@ struct BatchSearchOutcome {
   /// not move).
   int64_t start_batch = 0;
   std::string start_reason;
+  /// Note [Batch refinement] (common/cell/batch_refinement.h): the batch probed after the
+  /// search inside the safety margin; 0 when none was.
+  int64_t refined_batch = 0;
 };
 
 /// Runs the search for `assignment` (cell with batch_size auto, switches applied) on

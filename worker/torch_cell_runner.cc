@@ -148,6 +148,9 @@ void record_search(const BatchSearchOutcome& search, RankResult& result) {
     result.ineffective_reasons.push_back(search.start_reason + ", so the search started at " +
                                          std::to_string(search.start_batch));
   }
+  if (search.refined_batch > 0) {  // Note [Batch refinement] in common/cell/batch_refinement.h
+    result.metrics["batch_refined"] = static_cast<double>(search.refined_batch);
+  }
 }
 
 /// memory_limit_mb: a peak above it records the rank `oom` with the batch and the figures

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/base/error.h"
+#include "common/cell/batch_refinement.h"
 
 namespace scalebench {
 
@@ -48,27 +49,6 @@ void BatchSearch::record(bool fits) {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-/// Least-squares slope of memory over batch; NaN with fewer than two distinct batches.
-double memory_slope(const std::vector<const BatchProbe*>& fit) {
-  if (fit.size() < 2) return kNaN;
-  double mean_x = 0;
-  double mean_y = 0;
-  for (const auto* p : fit) {
-    mean_x += static_cast<double>(p->batch);
-    mean_y += p->peak_memory_bytes;
-  }
-  mean_x /= static_cast<double>(fit.size());
-  mean_y /= static_cast<double>(fit.size());
-  double sxy = 0;
-  double sxx = 0;
-  for (const auto* p : fit) {
-    const double dx = static_cast<double>(p->batch) - mean_x;
-    sxy += dx * (p->peak_memory_bytes - mean_y);
-    sxx += dx * dx;
-  }
-  return sxx > 0 ? sxy / sxx : kNaN;
-}
 
 }  // namespace
 
@@ -114,7 +94,8 @@ BatchFigures batch_figures(const std::vector<BatchProbe>& probes,
     }
   }
   figures.recommended_batch = recommended ? recommended->batch : fit.front()->batch;
-  figures.memory_per_sample_bytes = memory_slope(fit);
+  const auto line = memory_line(probes);
+  figures.memory_per_sample_bytes = line ? line->bytes_per_sample : kNaN;
   return figures;
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "common/base/exit_status.h"
+#include "common/cell/batch_refinement.h"
 #include "common/results/reader.h"
 #include "common/results/store.h"
 #include "protocol/mpi_comm.h"
@@ -123,6 +125,56 @@ TEST(BatchAutoMpi, WorldSizeOneFindsTheBoundaryOfDirectRuns) {
 
 TEST(BatchAutoMpi, TheGroupFindsTheBoundaryOfDirectRuns) {
   expect_same_boundary_as_direct_runs(MPI_COMM_WORLD);
+}
+
+/// Note [Batch refinement]: after the search, the largest batch the memory line puts inside
+/// the margin has been measured (by the bisection or by the one extra probe), and the loop
+/// ran a batch whose measured peak is inside the margin.
+TEST(BatchAutoMpi, TheRecommendedBatchIsRefinedInsideTheMargin) {
+  CellSpec automatic = memory_cell(kBatchAuto);
+  automatic.input_shape = {3, 64, 64};
+  automatic.max_batch = 64;
+  CellSpec probe12 = automatic;
+  probe12.batch_size = 12;
+  probe12.memory_limit_mb = 1 << 20;
+  const RankResult at12 = run_cell(probe12, MPI_COMM_WORLD);
+  ASSERT_EQ(at12.status, CellStatus::kOk) << at12.reason;
+  double peak12 = 0;
+  const double mine = at12.metrics.at("peak_allocated_bytes");
+  MPI_Allreduce(&mine, &peak12, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  // The margin (10 %) ends near batch 12: no power of two.
+  automatic.memory_limit_mb = mib(peak12 / 0.9);
+  const RankResult searched = run_cell(automatic, MPI_COMM_WORLD);
+  ASSERT_EQ(searched.status, CellStatus::kOk) << searched.reason;
+  const double budget = searched.metrics.at("memory_budget_bytes");
+  const BatchChoiceSettings settings{.safety_margin = 0.1, .memory_budget_bytes = budget};
+  const auto line = memory_line(searched.probes);
+  ASSERT_TRUE(line.has_value());
+  const BatchFigures figures = batch_figures(searched.probes, settings);
+  const auto predicted = std::min<int64_t>(
+      static_cast<int64_t>((0.9 * budget - line->intercept_bytes) / line->bytes_per_sample),
+      figures.max_batch_ok);
+  int64_t largest_within = 0;
+  for (const auto& p : searched.probes) {
+    if (p.status == ProbeStatus::kOk && p.peak_memory_bytes <= 0.9 * budget) {
+      largest_within = std::max(largest_within, p.batch);
+    }
+  }
+  const bool measured =
+      std::any_of(searched.probes.begin(), searched.probes.end(),
+                  [predicted](const BatchProbe& p) { return p.batch == predicted; });
+  EXPECT_TRUE(measured || predicted <= largest_within)
+      << "line predicts " << predicted << ", largest probed within the margin " << largest_within;
+  EXPECT_GT(largest_within, 8);  // beyond the powers of two below the margin
+  if (const auto refined = searched.metrics.find("batch_refined");
+      refined != searched.metrics.end()) {
+    EXPECT_EQ(static_cast<int64_t>(refined->second), searched.probes.back().batch);
+  }
+  const auto chosen = static_cast<int64_t>(searched.metrics.at("batch_size"));
+  EXPECT_EQ(chosen, figures.recommended_batch);
+  for (const auto& p : searched.probes) {
+    if (p.batch == chosen) EXPECT_LE(p.peak_memory_bytes, 0.9 * budget);
+  }
 }
 
 TEST(BatchAutoMpi, ABudgetExceededOnOneRankOnlyFailsTheProbeForAllWithoutAHang) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/base/error.h"
+#include "common/cell/batch_refinement.h"
 
 namespace scalebench {
 namespace {
@@ -127,6 +128,52 @@ TEST(BatchFigures, StatusText) {
   EXPECT_EQ("ok", to_string(ProbeStatus::kOk));
   EXPECT_EQ("oom", to_string(ProbeStatus::kOom));
   EXPECT_EQ("over_budget", to_string(ProbeStatus::kOverBudget));
+}
+
+// Note [Batch refinement]: the memory line through the probes that fit names the largest
+// batch inside the margin; the worker probes it once when the search did not.
+TEST(BatchRefinement, NamesTheLargestBatchTheLinePutsInsideTheMargin) {
+  const double mb = 1e6;
+  // 100 MB + 1 MB x batch; the search: 1..128 fit, 256 over, bisected down to 199 / 200.
+  std::vector<BatchProbe> probes;
+  for (const int64_t b : {1, 2, 4, 8, 16, 32, 64, 128}) {
+    probes.push_back(probe(b, ProbeStatus::kOk, 0.001 * static_cast<double>(b) / (1.0 + b / 256.0),
+                           0.0, (100.0 + static_cast<double>(b)) * mb));
+  }
+  probes.push_back(probe(256, ProbeStatus::kOverBudget, 0.1, 0.1, 356 * mb));
+  for (const int64_t b : {192, 196, 198, 199}) {
+    probes.push_back(probe(b, ProbeStatus::kOk, 0.001 * static_cast<double>(b) / (1.0 + b / 256.0),
+                           0.0, (100.0 + static_cast<double>(b)) * mb));
+  }
+  probes.push_back(probe(200, ProbeStatus::kOverBudget, 0.1, 0.1, 300.5 * mb));
+  BatchChoiceSettings settings;
+  settings.memory_budget_bytes = 300 * mb;  // margin 0.1: at most 270 MB, i.e. batch 170
+  const auto line = memory_line(probes);
+  ASSERT_TRUE(line.has_value());
+  EXPECT_NEAR(line->bytes_per_sample, 1 * mb, 1e-3);
+  EXPECT_NEAR(line->intercept_bytes, 100 * mb, 1e-2);
+  EXPECT_EQ(batch_figures(probes, settings).recommended_batch, 128);  // the probed power of two
+  EXPECT_EQ(refined_batch(probes, settings), 170);
+
+  // Once probed (within the margin, faster), it is the recommended batch; nothing more.
+  probes.push_back(probe(170, ProbeStatus::kOk, 0.001 * 170 / (1.0 + 170 / 256.0), 0.0, 270 * mb));
+  EXPECT_EQ(batch_figures(probes, settings).recommended_batch, 170);
+  EXPECT_EQ(refined_batch(probes, settings), std::nullopt);
+}
+
+TEST(BatchRefinement, NothingToRefineWithoutABudgetARisingLineOrRoom) {
+  const double mb = 1e6;
+  const std::vector<BatchProbe> two = {probe(1, ProbeStatus::kOk, 0.01, 0.01, 101 * mb),
+                                       probe(2, ProbeStatus::kOk, 0.01, 0.01, 102 * mb)};
+  EXPECT_EQ(refined_batch(two, {}), std::nullopt);  // no budget: no margin to fill
+  BatchChoiceSettings settings;
+  settings.memory_budget_bytes = 1000 * mb;
+  // The line allows ~798 but only 2 was measured to fit: never above the largest fit.
+  EXPECT_EQ(refined_batch(two, settings), std::nullopt);
+  const std::vector<BatchProbe> flat = {probe(1, ProbeStatus::kOk, 0.01, 0.01, 100 * mb),
+                                        probe(2, ProbeStatus::kOk, 0.01, 0.01, 100 * mb)};
+  EXPECT_EQ(refined_batch(flat, settings), std::nullopt);  // memory does not grow
+  EXPECT_FALSE(memory_line({probe(4, ProbeStatus::kOk, 0.01, 0.01, 1)}).has_value());
 }
 
 }  // namespace
