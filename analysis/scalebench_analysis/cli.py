@@ -16,6 +16,7 @@ from .arguments import fraction, positive_float
 from .errors import AnalysisError, UsageError
 from .history import command as history_command
 from .output import live, probe_render, timeline
+from .output.fit import console_width, wrap
 from .output.render import render
 from .read.loader import load
 from .tables import compare, probe, quality
@@ -145,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
         help='JSON {"devices": {"<device name part>": {"bf16": FLOP/s, ...}}} added to the '
         "shipped peak table of the MFU section (docs/metrics.md#mfu)",
     )
+    a.add_argument(
+        "--details",
+        action="store_true",
+        help="table format: print every table (default: the run, the cells, the tables an "
+        "option asked for and the summary; the others listed by name)",
+    )
     _add_output(a)
     _add_baselines(a)
     _add_quality(a)
@@ -207,6 +214,12 @@ def _options(args) -> AnalysisOptions:
             correction=args.correction,
         ),
     )
+
+
+def _width(args) -> int:
+    """The console tables' width (output/fit.py Note [Console width]): the terminal's when
+    the text goes to one."""
+    return console_width(not args.output and sys.stdout.isatty())
 
 
 def _write(text: str, path: str | None) -> None:
@@ -288,7 +301,8 @@ def run_analyze(args) -> int:
         return run_analyze_probe(args)
     analysis = analyze(args.results, _options(args))
     _warn_damaged("analyze", analysis.results, analysis.baseline)
-    _write(render(analysis, args.format, args.table or "cells"), args.output)
+    text = render(analysis, args.format, args.table or "cells", _width(args), args.details)
+    _write(text, args.output)
     if args.plots:
         # matplotlib is imported by the commands that draw only (plots.py, report.py).
         from .output.plots import write_pngs
@@ -314,10 +328,11 @@ def run_compare(args) -> int:
         _warn_damaged("compare", base, new)
         table = compare.regression_table(base, new, options.gate)
     analysis = Analysis(results=new, options=options, sections={"regressions": table})
-    text = render(analysis, args.format, args.table or "regressions")
+    text = render(analysis, args.format, args.table or "regressions", _width(args))
     summary = compare.gate_summary(table, options.gate)
     if args.format in ("table", "markdown"):
-        text = text.rstrip("\n") + "\n\n" + summary + "\n"
+        shown = "\n".join(wrap(summary, _width(args), "  ")) if args.format == "table" else summary
+        text = text.rstrip("\n") + "\n\n" + shown + "\n"
     _write(text, args.output)
     if args.output or args.format in ("csv", "json"):
         print(summary, file=sys.stderr)

@@ -56,6 +56,14 @@ def pytest_collection_modifyitems(config, items):
         items[:] = keep
 
 
+@pytest.fixture(autouse=True)
+def _console_width(monkeypatch):
+    """Console tables are fitted to COLUMNS (output/fit.py Note [Console width]): the same
+    120 columns for every test, whatever terminal runs the suite; a test of the width sets
+    its own."""
+    monkeypatch.setenv("COLUMNS", "120")
+
+
 @pytest.fixture(scope="session")
 def synthetic() -> bool:
     """True when the tests run on the synthetic file (its planted features can be checked)."""

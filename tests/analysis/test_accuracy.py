@@ -192,7 +192,7 @@ def test_accuracy_column_of_the_speedup_table(accuracy_file):
     assert (by_id.drop(index=[PASSED_INFER, FAILED_INFER, PASSED_TRAIN]) == "not checked").all()
 
 
-def test_accuracy_section(accuracy_file):
+def test_accuracy_section(accuracy_file, monkeypatch):
     results = sa.load(accuracy_file)
     table = sa.analyze(results).sections["accuracy"].set_index("cell_id")
     assert list(table.index) == [
@@ -205,7 +205,13 @@ def test_accuracy_section(accuracy_file):
     assert table.loc[PASSED_TRAIN, "param_rel_distance"] == 0.00012
     assert pd.isna(table.loc[PASSED_TRAIN, "cosine_similarity"])
 
-    out = run_cli("analyze", accuracy_file, check_rc=0).stdout
+    brief = run_cli("analyze", accuracy_file, check_rc=0).stdout
+    assert "== Accuracy" not in brief and "accuracy" in brief.split("Other tables: ")[1]
+    assert f"  * accuracy failed: {results.cell(FAILED_INFER).label}: " in brief, "a cells note"
+    narrow = run_cli("analyze", accuracy_file, "--details", check_rc=0).stdout
+    assert "left out for width: " in narrow.split("== Accuracy")[1].split("\n\n")[0]
+    monkeypatch.setenv("COLUMNS", "250")  # every figure of the section (output/fit.py)
+    out = run_cli("analyze", accuracy_file, "--details", check_rc=0).stdout
     assert "== Accuracy" in out
     label = results.cell(FAILED_INFER).label
     assert f"  * accuracy failed: {label}: {'; '.join(CHECKS)}" in out.splitlines()

@@ -36,8 +36,15 @@ def test_analyze_ends_with_the_summary_and_every_format_carries_it(results_file,
     console = run_cli("analyze", results_file, check_rc=0).stdout.rstrip("\n").splitlines()
     start = console.index("== Summary ==")
     assert all(line.startswith("  ") for line in console[start + 1 :]), "nothing after it"
+    assert all(len(line) <= 120 for line in console), "COLUMNS=120 (conftest): long lines wrap"
+    lines = []  # the summary's lines, those wrapped (continued with 4 spaces) joined
+    for line in console[start + 1 :]:
+        if line.startswith("    "):
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line.strip())
     document = json.loads(run_cli("analyze", results_file, "--format", "json").stdout)
-    assert document["summary"] == [line.strip() for line in console[start + 1 :]]
+    assert document["summary"] == lines
     markdown = run_cli("analyze", results_file, "--format", "markdown").stdout
     assert markdown.index("## Summary") < markdown.index("\n| "), "before the first table"
     report = tmp_path / "report.html"

@@ -98,7 +98,9 @@ def test_lightning_branches_differ_and_compare_gives_a_verdict(lightning_file):
     assert gate.returncode in (0, 1), gate.stderr
     verdicts = ("improvement", "regression", "within threshold", "not significant")
     assert sum(gate.stdout.count(v) for v in verdicts) >= 2, gate.stdout
-    analyze = run_cli("analyze", lightning_file, "--baseline-branch", "main", check_rc=0)
+    analyze = run_cli(
+        "analyze", lightning_file, "--baseline-branch", "main", "--details", check_rc=0
+    )
     assert "program:lightning" in analyze.stdout, "labelled with the framework it reported"
 
 

@@ -96,7 +96,7 @@ def test_mfu_of_a_gpu_cell_is_achieved_over_the_peak_of_its_precision(planted):
 
 def test_analyze_shows_the_section_and_reads_the_users_table(planted, tmp_path):
     path, _, _ = planted
-    out = run_cli("analyze", path, check_rc=0)
+    out = run_cli("analyze", path, "--details", check_rc=0)
     assert "Model FLOPs utilisation" in out.stdout
     bad = tmp_path / "peaks.json"
     bad.write_text("{")

@@ -144,7 +144,7 @@ def test_each_ranks_output_tail_is_stored(cells):
 
 
 def test_every_analysis_command_reads_the_program_run(program_file, tmp_path):
-    analyze = run_cli("analyze", program_file, "--baseline-branch", "main", check_rc=0)
+    analyze = run_cli("analyze", program_file, "--baseline-branch", "main", "--details", check_rc=0)
     assert "Speedup against the baseline" in analyze.stdout
     assert "FAIL" in analyze.stdout and "mae_rel" in analyze.stdout, analyze.stdout
     assert "program:pytorch" in analyze.stdout, "labelled with the framework it reported"

@@ -364,7 +364,9 @@ def _series_row(rows, series_id) -> dict:
     return row
 
 
-def test_a_slowdown_beyond_the_intervals_is_a_regression(results_file, repeated, tmp_path):
+def test_a_slowdown_beyond_the_intervals_is_a_regression(
+    results_file, repeated, tmp_path, monkeypatch
+):
     """The series of the narrowest interval, every repetition 1.5 x its interval's width
     slower: the new interval starts above the old one (synthetic: the inference series,
     1.5 x 1.04 slower)."""
@@ -389,6 +391,7 @@ def test_a_slowdown_beyond_the_intervals_is_a_regression(results_file, repeated,
             assert r["verdict"] == repetitions.IN_SERIES and r["ratio"] == pytest.approx(factor)
     flagged = [r for r in rows if r["verdict"] in ("regression", "broke", "improvement")]
     assert flagged == [row]
+    monkeypatch.setenv("COLUMNS", "250")  # every column of the table (output/fit.py)
     table = run_cli("compare", results_file, slow, check_rc=1).stdout
     (line,) = [x for x in table.splitlines() if "[series of" in x and " regression " in x]
     assert repetitions.interval_text(new["median_s"] * 1e3, None, None) in line

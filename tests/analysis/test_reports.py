@@ -14,7 +14,8 @@ from conftest import run_cli
 
 
 def test_console_table(results_file, raw):
-    out = run_cli("analyze", results_file, check_rc=0).stdout
+    """Every table with --details (without: test_console.py)."""
+    out = run_cli("analyze", results_file, "--details", check_rc=0).stdout
     for title in ("== Cells ==", "== Batch size ==", "== Straggler ranks ==", "== Scaling"):
         assert title in out
     cell = raw.ok_cells()[0]

@@ -33,5 +33,7 @@ def test_each_figure_is_the_median_over_ranks_of_its_rank_metric(results_file, r
 
 
 def test_analyze_prints_the_start_up_table(results_file):
-    done = run_cli("analyze", results_file, check_rc=0)
+    done = run_cli("analyze", results_file, "--details", check_rc=0)
     assert "== Start-up" in done.stdout
+    brief = run_cli("analyze", results_file, check_rc=0).stdout
+    assert "== Start-up" not in brief and "startup" in brief.split("Other tables: ")[1]

@@ -10,7 +10,8 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..tables import batch, compare, repetitions, summary
-from ..tables.analysis import Analysis
+from ..tables.analysis import STATISTICS, Analysis
+from .fit import fit_table, wrap
 
 TITLES = {
     "overview": "Run",
@@ -68,6 +69,8 @@ _HIDDEN = {
     "repetitions",
     *repetitions.INTERVAL_COLUMNS,
 }
+#: The cells table's full statistics (tables/analysis.py STATISTICS): CSV and JSON only.
+_HIDDEN_CELLS = set(STATISTICS)
 # these tables have no label column
 _KEEP_IDENTITY = {"scaling", "batch", "ablation", "cumulative", "recommendations", "accuracy"}
 #: Numeric columns of the ablation tables shown in the `median` text instead.
@@ -167,6 +170,8 @@ def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame[frame.straggler]
     if name in ("ablation", "cumulative"):
         hidden = hidden | _ABLATION_NUMBERS
+    if name == "cells":
+        hidden = hidden | _HIDDEN_CELLS
     shown = frame[[c for c in frame.columns if c not in hidden]]
     return pd.DataFrame(
         {c: [_format_value(c, v) for v in shown[c]] for c in shown.columns},
@@ -214,22 +219,66 @@ def _empty_text(name: str) -> str:
     return "no straggler rank" if name == "stragglers" else "(none)"
 
 
-def to_console(analysis: Analysis) -> str:
-    """Every section, then the summary (tables/summary.py): the last lines on the screen are
-    the answer."""
+#: The sections `analyze` prints without --details (Note [Console width] fits them): the
+#: run, the cells (the table the summary is drawn from), the repeated cells' figures with
+#: their intervals, and the tables an option asked for (--baseline*, --ablation; compare's
+#: regressions). The others are listed by name.
+BRIEF_SECTIONS = (
+    "overview",
+    "cells",
+    "repetitions",
+    "ablation",
+    "cumulative",
+    "recommendations",
+    "speedup",
+    "speedup_vs_file",
+    "regressions",
+)
+
+
+def _wrapped(line: str, width: int | None, indent: str) -> list[str]:
+    return [line] if width is None else wrap(line, width, indent)
+
+
+def _section_lines(analysis: Analysis, name: str, frame: pd.DataFrame, width) -> list[str]:
+    """One section for the console: its title, its table fitted to `width` (None: as it
+    is), the notes of the fitting and those of section_notes."""
+    lines = _wrapped(f"== {TITLES.get(name, name)} ==", width, "   ")
+    if name == "overview":
+        for field_name, value in zip(frame.field, frame.value):
+            lines += _wrapped(f"{field_name:>15}  {value}", width, " " * 17)
+        return lines
+    shown = display_frame(name, frame)
+    fitted = []
+    if len(shown) and width is not None:
+        shown, fitted = fit_table(name, shown, width)
+    lines.append(shown.to_string(index=False) if len(shown) else _empty_text(name))
+    for note in fitted + section_notes(analysis, name, frame):
+        lines += _wrapped(f"  * {note}", width, "    ")
+    return lines
+
+
+def to_console(analysis: Analysis, width: int | None = None, details: bool = True) -> str:
+    """The sections (all with `details`, else BRIEF_SECTIONS and the others' names), each
+    table at most `width` wide (None: as wide as it is), then the summary
+    (tables/summary.py): the last lines on the screen are the answer."""
+    shown = [n for n in analysis.sections if details or n in BRIEF_SECTIONS]
     parts = []
-    for name, frame in analysis.sections.items():
-        parts.append(f"== {TITLES.get(name, name)} ==")
-        shown = display_frame(name, frame)
-        if name == "overview":
-            parts.append("\n".join(f"{f:>15}  {v}" for f, v in zip(frame.field, frame.value)))
-        else:
-            parts.append(shown.to_string(index=False) if len(shown) else _empty_text(name))
-        parts.extend(f"  * {line}" for line in section_notes(analysis, name, frame))
+    for name in shown:
+        parts += _section_lines(analysis, name, analysis.sections[name], width)
+        parts.append("")
+    others = [n for n in analysis.sections if n not in shown]
+    if others:
+        line = (
+            f"Other tables: {', '.join(others)}: --details prints them; "
+            "--format csv --table NAME writes one with every column"
+        )
+        parts += _wrapped(line, width, "  ")
         parts.append("")
     if "cells" in analysis.sections:
         parts.append("== Summary ==")
-        parts.extend(f"  {line}" for line in summary.summary_lines(analysis))
+        for line in summary.summary_lines(analysis):
+            parts += _wrapped(f"  {line}", width, "    ")
         parts.append("")
     return "\n".join(parts)
 
@@ -271,11 +320,36 @@ def to_markdown(analysis: Analysis) -> str:
     return "\n".join(parts)
 
 
+def _plain(value):
+    """`value` as JSON has it: a non-finite number, NA or None -> None; numpy scalars as
+    Python's (a float keeps every digit: pandas' to_json rounds to 15 decimals, which
+    leaves a 20 us step 10 digits); lists element-wise; anything else as text."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value if isinstance(value, str) else str(value)
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [
+        {str(column): _plain(value) for column, value in zip(frame.columns, row)}
+        for row in frame.itertuples(index=False, name=None)
+    ]
+
+
 def to_json(analysis: Analysis) -> str:
-    """Every section as a list of records (NaN -> null), plus the file's metadata."""
-    sections = {}
-    for name, frame in analysis.sections.items():
-        sections[name] = json.loads(frame.to_json(orient="records", double_precision=15))
+    """Every section as a list of records (NaN and infinities -> null, floats at full
+    precision), plus the file's metadata."""
+    sections = {name: _records(frame) for name, frame in analysis.sections.items()}
     meta = {k: v for k, v in analysis.results.meta.items() if k != "matrix_text"}
     document = {
         "file": analysis.results.path,
@@ -294,9 +368,16 @@ def to_csv(analysis: Analysis, table: str = "cells") -> str:
     return analysis.sections[table].to_csv(index=False)
 
 
-def render(analysis: Analysis, fmt: str, table: str = "cells") -> str:
+def render(
+    analysis: Analysis,
+    fmt: str,
+    table: str = "cells",
+    width: int | None = None,
+    details: bool = True,
+) -> str:
+    """`analysis` in format `fmt`; `width` and `details` are the console's (to_console)."""
     if fmt == "table":
-        return to_console(analysis)
+        return to_console(analysis, width, details)
     if fmt == "markdown":
         return to_markdown(analysis)
     if fmt == "json":

@@ -75,10 +75,42 @@ def overview_table(results: Results) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["field", "value"])
 
 
-def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> pd.DataFrame:
+#: The cells table's columns after its console ones: every statistic of the cell's stored
+#: `summary` (schemas/results-layout.md; seconds, as stored, NaN where the file has none),
+#: then its start-up figures (startup.startup_table: medians over ranks), for `--format
+#: csv|json` (machine-only: output/render.py leaves them out of the console).
+STATISTICS = (
+    "median_s",
+    "mean_s",
+    "std_s",
+    "min_s",
+    "max_s",
+    "p50_s",
+    "p90_s",
+    "p95_s",
+    "p99_s",
+    "median_ci_low_s",
+    "median_ci_high_s",
+    "warmup_reason",
+    "energy_j",
+    "samples_per_joule",
+    "peak_memory_bytes",
+    *startup.FIGURES,
+)
+
+
+def cells_table(
+    results: Results,
+    trust: pd.DataFrame,
+    scale: pd.DataFrame,
+    started: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """One row per cell: status, throughput, latency, noise and trust, accuracy (see
-    accuracy.text), comm share."""
+    accuracy.text), comm share; then STATISTICS, the start-up figures from `started`
+    (startup.startup_table)."""
     cells = results.cells.drop(columns=["count", "cv"], errors="ignore")
+    if started is not None and len(started):
+        cells = cells.merge(started[["cell_id", *startup.FIGURES]], on="cell_id", how="left")
     cells = cells.merge(trust, on="cell_id", how="left")
     if "comm_share" in scale:
         cells = cells.merge(scale[["cell_id", "comm_share"]], on="cell_id", how="left")
@@ -98,6 +130,9 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
     cells["ci_rel"] = [quality.interval_rel(row) for _, row in cells.iterrows()]
     if "stop_reason" not in cells:
         cells["stop_reason"] = ""
+    # Since layout 1.8, `warmup: auto` cells only: "" elsewhere, as stop_reason is before 1.8.
+    cells["warmup_reason"] = cells.get("warmup_reason", pd.Series("", index=cells.index))
+    cells["warmup_reason"] = cells.warmup_reason.fillna("")
     cells["p99_ms"] = cells.p99_s * 1e3
     cells["peak_memory_mib"] = cells.peak_memory_bytes / 2**20
     cells["accuracy"] = accuracy.column(cells)
@@ -126,6 +161,7 @@ def cells_table(results: Results, trust: pd.DataFrame, scale: pd.DataFrame) -> p
         "comm_share",
         "peak_memory_mib",
         "reason",
+        *STATISTICS,
         "repetition",
         "repetitions",
         "series_id",
@@ -142,7 +178,8 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     points = batch.batch_points(results, trust)
     out = Analysis(results=results, options=options, batch_points=points, trust=trust)
     out.sections["overview"] = overview_table(results)
-    out.sections["cells"] = cells_table(results, trust, scale)
+    started = startup.startup_table(results)
+    out.sections["cells"] = cells_table(results, trust, scale, started)
     repeated = repetitions.repetitions_table(results.series, results.cells)
     if len(repeated):  # Note [Repetitions]
         out.sections["repetitions"] = repeated
@@ -153,7 +190,6 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
         out.sections["batch_study"] = out.batch_studies
         out.sections["batch_curve"] = out.batch_curve
     out.sections["stragglers"] = quality.straggler_table(results, options.quality)
-    started = startup.startup_table(results)
     if len(started):
         out.sections["startup"] = started
     utilisation = mfu.mfu_table(results, mfu.load_peaks(options.peak_flops))

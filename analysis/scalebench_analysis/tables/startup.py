@@ -29,7 +29,9 @@ _METRICS = {
     "compile_s": "program_compile_s",
     "first_iteration_s": "first_iteration_s",
 }
-COLUMNS = ["label", "cell_id", "model", *_METRICS, "steady_step_s"]
+#: The start-up figures (seconds), as columns of this table and of the cells table.
+FIGURES = tuple(_METRICS)
+COLUMNS = ["label", "cell_id", "model", *FIGURES, "steady_step_s"]
 
 
 def _first_iteration(results: Results, cell_id: str, mode: str) -> float:
