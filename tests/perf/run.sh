@@ -15,6 +15,7 @@
 #   orchestration.py    many tiny cells: wall time vs the cells' own time
 #   analysis_load.py    scalebench_analysis load() of 1M timing rows
 #   program_client.py   program cells: the client's cost per step, the launch cost per cell
+#   iterations_auto.py  the quickstart with iterations auto against fixed counts (20/100/300)
 #   results_store_cost  C++ (tests/perf/results_store_cost.cc): one results-file update and
 #                       a cell through the group commit, at 1, 1k and 10k cells in the file
 #   harness_overhead    C++ (tests/perf/harness_overhead.cc), run when built: prints its own
@@ -57,6 +58,7 @@ bench cpp_vs_eager "$python" "$here/cpp_vs_eager.py" "$build"
 bench orchestration "$python" "$here/orchestration.py" "$build"
 bench analysis_load "$python" "$here/analysis_load.py"
 bench program_client "$python" "$here/program_client.py" "$build"
+bench iterations_auto "$python" "$here/iterations_auto.py" "$build"
 if [[ -x $build/tests/perf/results_store_cost ]]; then
   bench results_store_cost "$build/tests/perf/results_store_cost"
 else
