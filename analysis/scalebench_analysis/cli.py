@@ -152,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="table format: print every table (default: the run, the cells, the tables an "
         "option asked for and the summary; the others listed by name)",
     )
+    a.add_argument(
+        "--summary",
+        action="store_true",
+        help="table format: print the summary only (the answer: fastest configuration per "
+        "experiment, scaling, recommended batch, failures, untrusted cells); `scalebench run` "
+        "ends with it",
+    )
     _add_output(a)
     _add_baselines(a)
     _add_quality(a)
@@ -301,7 +308,9 @@ def run_analyze(args) -> int:
         return run_analyze_probe(args)
     analysis = analyze(args.results, _options(args))
     _warn_damaged("analyze", analysis.results, analysis.baseline)
-    text = render(analysis, args.format, args.table or "cells", _width(args), args.details)
+    text = render(
+        analysis, args.format, args.table or "cells", _width(args), args.details, args.summary
+    )
     _write(text, args.output)
     if args.plots:
         # matplotlib is imported by the commands that draw only (plots.py, report.py).

@@ -51,3 +51,11 @@ def test_analyze_ends_with_the_summary_and_every_format_carries_it(results_file,
     run_cli("report", results_file, "-o", str(report), check_rc=0)
     html = report.read_text()
     assert html.index("<h2>Summary</h2>") < html.index("<img"), "the report opens with it"
+
+
+def test_summary_alone_is_the_last_block_of_analyze(results_file):
+    """`analyze --summary` (what `scalebench run` ends with) prints the same block and
+    nothing else."""
+    full = run_cli("analyze", results_file, check_rc=0).stdout.rstrip("\n").splitlines()
+    alone = run_cli("analyze", results_file, "--summary", check_rc=0).stdout.rstrip("\n")
+    assert alone.splitlines() == full[full.index("== Summary ==") :]

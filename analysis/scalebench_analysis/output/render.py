@@ -258,17 +258,20 @@ def _section_lines(analysis: Analysis, name: str, frame: pd.DataFrame, width) ->
     return lines
 
 
-def to_console(analysis: Analysis, width: int | None = None, details: bool = True) -> str:
+def to_console(
+    analysis: Analysis, width: int | None = None, details: bool = True, summary_only: bool = False
+) -> str:
     """The sections (all with `details`, else BRIEF_SECTIONS and the others' names), each
     table at most `width` wide (None: as wide as it is), then the summary
-    (tables/summary.py): the last lines on the screen are the answer."""
-    shown = [n for n in analysis.sections if details or n in BRIEF_SECTIONS]
+    (tables/summary.py): the last lines on the screen are the answer. `summary_only`: the
+    summary alone (what `scalebench run` prints at its end)."""
+    shown = [] if summary_only else [n for n in analysis.sections if details or n in BRIEF_SECTIONS]
     parts = []
     for name in shown:
         parts += _section_lines(analysis, name, analysis.sections[name], width)
         parts.append("")
     others = [n for n in analysis.sections if n not in shown]
-    if others:
+    if others and not summary_only:
         line = (
             f"Other tables: {', '.join(others)}: --details prints them; "
             "--format csv --table NAME writes one with every column"
@@ -374,10 +377,12 @@ def render(
     table: str = "cells",
     width: int | None = None,
     details: bool = True,
+    summary_only: bool = False,
 ) -> str:
-    """`analysis` in format `fmt`; `width` and `details` are the console's (to_console)."""
+    """`analysis` in format `fmt`; `width`, `details` and `summary_only` are the console's
+    (to_console)."""
     if fmt == "table":
-        return to_console(analysis, width, details)
+        return to_console(analysis, width, details, summary_only)
     if fmt == "markdown":
         return to_markdown(analysis)
     if fmt == "json":
