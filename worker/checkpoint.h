@@ -1,5 +1,6 @@
-// Checkpoints of inference cells: a state_dict saved from Python or C++, loaded into a
-// model's state by name before the timed loop (its wall time is metric checkpoint_load_s).
+// Checkpoints of inference cells: a state dict saved from Python or C++, or a Lightning
+// checkpoint, loaded into a model's state by name before the timed loop (its wall time is metric
+// checkpoint_load_s).
 #pragma once
 
 #include <string>
@@ -9,10 +10,13 @@
 namespace scalebench {
 
 /// Copies the tensors of the checkpoint at `path` into `targets`, matched by name. The
-/// file is one written by torch.save(dict(model.state_dict()), path) in Python or
-/// torch::pickle_save of a name -> tensor dict in C++; its names and shapes must match
-/// `targets` exactly (dtype is converted). Throws CellError(FailurePhase::kCheckpointLoad) naming
-/// the file and the first missing, unexpected or mis-shaped entry.
+/// file is a torch.save zip file of a state dict (torch.save(model.state_dict(), path), a
+/// dict, or torch::pickle_save of a name -> tensor dict in C++) or a Lightning `.ckpt`
+/// (its `state_dict` entry); nothing in it is executed. Names match as they are, or after
+/// the prefix rule of Note [Checkpoint formats and the prefix rule] (checkpoint.cc);
+/// shapes must match exactly (dtype is converted). Only the matched tensors are read.
+/// Throws CellError(FailurePhase::kCheckpointLoad) naming the file and the first
+/// unreadable, missing, unexpected or mis-shaped entry, and what to do.
 void load_state_dict(const models::NamedState& targets, const std::string& path);
 
 }  // namespace scalebench
