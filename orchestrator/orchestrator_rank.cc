@@ -1,6 +1,10 @@
 #include "orchestrator/orchestrator_rank.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <iostream>
+#include <string_view>
 
 #include "common/base/error.h"
 #include "common/base/exit_status.h"
@@ -8,6 +12,7 @@
 #include "common/cell/repetition_stats.h"
 #include "common/results/overview.h"
 #include "common/results/reader.h"
+#include "orchestrator/analysis_process.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/cross_cell_accuracy.h"
@@ -56,6 +61,32 @@ void flush_before_abort(GroupCommitSink& sink) noexcept {
     sink.flush();
   } catch (const std::exception& e) {
     SB_LOG(debug) << "results not all written before the abort: " << e.what();
+  }
+}
+
+// Note [The run ends with the answer]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// After its table of cells, `run` prints the analysis' summary (`scalebench analyze FILE
+// --summary`: the fastest configuration per experiment, scaling, the recommended batch,
+// failures and what to do about untrusted cells) when a person is reading: stdout is a
+// terminal, or SCALEBENCH_RUN_SUMMARY=1 asks for it; never with --quiet or
+// SCALEBENCH_RUN_SUMMARY=0 (docs/examples/run_quickstart.sh: it runs `analyze` next). Scripts and
+// the test suites (no terminal) do not pay for the Python start-up. A summary that cannot be made
+// (no Python configured, a package missing) is one warning, never a failed run.
+void print_the_answer(const RunOptions& options) {
+  const char* wanted = std::getenv("SCALEBENCH_RUN_SUMMARY");
+  const std::string_view choice = wanted == nullptr ? "" : wanted;
+  if (options.verbosity == Verbosity::kQuiet || choice == "0") return;
+  if (choice != "1" && ::isatty(STDOUT_FILENO) != 1) return;
+  std::cout << "\n" << std::flush;
+  try {
+    if (const int status = run_analysis({"analyze", options.output_path, "--summary"});
+        status != 0) {
+      SB_LOG(warning) << "the summary could not be made (the analysis exited " << status
+                      << "); run scalebench analyze " << options.output_path;
+    }
+  } catch (const Error& e) {
+    SB_LOG(warning) << "no summary: " << e.what();
   }
 }
 
@@ -138,6 +169,7 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
     status = final_exit_status(prepared, outcome);
     std::cout << format_summary_table(summary_rows(overview)) << format_series_table(overview)
               << std::flush;
+    print_the_answer(options);
   } catch (const Error& e) {
     flush_before_abort(sink);
     abort_job(std::string("results or MPI failure on rank 0: ") + e.what(), kExitInfrastructure);

@@ -95,8 +95,12 @@ check_ruff() {
 # virtualenv) that test_program_cells.py checks.
 real_runs_for_analysis() {
   mkdir -p "$repo/build/test-runs"
-  mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
-    docs/examples/quickstart.yaml -o "$repo/build/test-runs/quickstart.h5" --force --quiet &&
+  # Its console as a person sees it (Note [The run ends with the answer]): test_answer_first.py
+  # checks that it ends with the summary.
+  SCALEBENCH_RUN_SUMMARY=1 mpirun -np 3 --oversubscribe --allow-run-as-root \
+    build/release/bin/scalebench run docs/examples/quickstart.yaml \
+    -o "$repo/build/test-runs/quickstart.h5" --force >"$repo/build/test-runs/quickstart.out" \
+    2>"$repo/build/test-runs/quickstart.log" &&
     mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
       docs/examples/repetitions.yaml -o "$repo/build/test-runs/repetitions.h5" --force --quiet &&
     run_program_demo && run_aoti_demo
@@ -142,7 +146,7 @@ pytest_on_real_runs() {
       SCALEBENCH_LIGHTNING_TASKS_FILE="$runs/lightning/tasks.h5"
       SCALEBENCH_JAX_FILE="$runs/jax_mlp.h5" SCALEBENCH_KERAS_FILE="$runs/keras_mlp.h5")
   fi
-  env SCALEBENCH_RESULTS_FILE="$runs/quickstart.h5" \
+  env SCALEBENCH_RESULTS_FILE="$runs/quickstart.h5" SCALEBENCH_RUN_OUTPUT="$runs/quickstart.out" \
     SCALEBENCH_REPETITIONS_FILE="$runs/repetitions.h5" \
     SCALEBENCH_PROGRAMS_FILE="$runs/programs/results.h5" \
     SCALEBENCH_AOTI_FILE="$runs/aoti/results.h5" "${frameworks[@]}" \
@@ -160,7 +164,7 @@ run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
   env -u SCALEBENCH_RESULTS_FILE -u SCALEBENCH_REPETITIONS_FILE -u SCALEBENCH_PROGRAMS_FILE \
   -u SCALEBENCH_LIGHTNING_FILE -u SCALEBENCH_LIGHTNING_TASKS_FILE -u SCALEBENCH_JAX_FILE \
-  -u SCALEBENCH_KERAS_FILE \
+  -u SCALEBENCH_KERAS_FILE SCALEBENCH_BUILD_DIR="$repo/build/release" \
   "$python" -m pytest -q -rs tests/analysis
 run_step ruff "ruff (analysis)" check_ruff
 run_step fuzz "fuzz (15 s per target)" tests/fuzz/run.sh 15

@@ -5,6 +5,10 @@ Markdown outputs carry it, the HTML report opens with it; its facts are the anal
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
+
+import pytest
 
 from scalebench_analysis.tables.analysis import AnalysisOptions, analyze
 from scalebench_analysis.tables.summary import summary_lines
@@ -59,3 +63,16 @@ def test_summary_alone_is_the_last_block_of_analyze(results_file):
     full = run_cli("analyze", results_file, check_rc=0).stdout.rstrip("\n").splitlines()
     alone = run_cli("analyze", results_file, "--summary", check_rc=0).stdout.rstrip("\n")
     assert alone.splitlines() == full[full.index("== Summary ==") :]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SCALEBENCH_RUN_OUTPUT"), reason="needs a real run's console (run_all.sh)"
+)
+def test_the_run_ends_with_the_summary(results_file):
+    """`scalebench run` with SCALEBENCH_RUN_SUMMARY=1 (a terminal does the same): its table
+    of cells, then the summary `analyze --summary` prints for its file, last."""
+    printed = Path(os.environ["SCALEBENCH_RUN_OUTPUT"]).read_text().rstrip("\n").splitlines()
+    summary = run_cli("analyze", results_file, "--summary", check_rc=0).stdout.rstrip("\n")
+    assert "== Summary ==" in printed
+    assert printed[printed.index("== Summary ==") :] == summary.splitlines()
+    assert any(line.startswith("#  branch") for line in printed), "the table of cells first"
