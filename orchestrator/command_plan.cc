@@ -27,15 +27,16 @@ std::vector<std::string> swept_keys(const std::vector<CellSpec>& cells) {
 }
 
 std::vector<std::string> table_row(const CellSpec& cell, const std::vector<std::string>& swept) {
-  std::vector<std::string> row{cell.cell_id,
-                               cell.branch.empty() ? "-" : cell.branch,
-                               cell.experiment,
-                               to_string(cell.mode),
-                               batch_text(cell.batch_size),
-                               std::to_string(cell.world_size),
-                               to_string(cell.precision),
-                               to_string(cell.device),
-                               std::to_string(cell.measured_iterations)};
+  std::vector<std::string> row{
+      cell.cell_id,
+      cell.branch.empty() ? "-" : cell.branch,
+      cell.experiment,
+      to_string(cell.mode),
+      batch_text(cell.batch_size),
+      std::to_string(cell.world_size),
+      to_string(cell.precision),
+      to_string(cell.device),
+      iterations_auto(cell) ? std::string("auto") : std::to_string(cell.measured_iterations)};
   for (const auto& key : swept) {
     const SettingDef* setting = find_setting(key);
     row.push_back(setting != nullptr ? setting_text(*setting, setting->get(cell)) : "");

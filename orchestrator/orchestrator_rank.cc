@@ -1,7 +1,5 @@
 #include "orchestrator/orchestrator_rank.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <string_view>
@@ -68,16 +66,19 @@ void flush_before_abort(GroupCommitSink& sink) noexcept {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // After its table of cells, `run` prints the analysis' summary (`scalebench analyze FILE
 // --summary`: the fastest configuration per experiment, scaling, the recommended batch,
-// failures and what to do about untrusted cells) when a person is reading: stdout is a
-// terminal, or SCALEBENCH_RUN_SUMMARY=1 asks for it; never with --quiet or
-// SCALEBENCH_RUN_SUMMARY=0 (docs/examples/run_quickstart.sh: it runs `analyze` next). Scripts and
-// the test suites (no terminal) do not pay for the Python start-up. A summary that cannot be made
-// (no Python configured, a package missing) is one warning, never a failed run.
+// failures and what to do about untrusted cells), unless --quiet or SCALEBENCH_RUN_SUMMARY=0
+// (docs/examples/run_quickstart.sh, which runs `analyze` next; the test suites, through
+// their CMake test presets and tests/run_all.sh). Whether a person reads cannot be told
+// here: under mpirun a rank's stdout is a pseudo-terminal even when mpirun's output goes to
+// a file. It costs the analysis' start-up, a few seconds, once per run. A summary that
+// cannot be made (no Python configured, a package missing) is one warning, never a failed
+// run.
 void print_the_answer(const RunOptions& options) {
   const char* wanted = std::getenv("SCALEBENCH_RUN_SUMMARY");
-  const std::string_view choice = wanted == nullptr ? "" : wanted;
-  if (options.verbosity == Verbosity::kQuiet || choice == "0") return;
-  if (choice != "1" && ::isatty(STDOUT_FILENO) != 1) return;
+  if (options.verbosity == Verbosity::kQuiet ||
+      (wanted != nullptr && std::string_view(wanted) == "0")) {
+    return;
+  }
   std::cout << "\n" << std::flush;
   try {
     if (const int status = run_analysis({"analyze", options.output_path, "--summary"});

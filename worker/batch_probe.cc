@@ -216,8 +216,14 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
                                        .memory_budget_bytes = choice.budget_bytes});
     if (refined) {
       SB_LOG(info) << "batch search: refining inside the margin at " << *refined;
-      probe_batch(*refined);
-      outcome.refined_batch = *refined;
+      // The search already has its answer: a refinement probe that fails for another
+      // reason than memory (every rank alike: the outcome is reduced) is dropped, not fatal.
+      try {
+        if (probe_batch(*refined)) outcome.refined_batch = *refined;
+      } catch (const CellError& error) {
+        SB_LOG(warning) << "batch search: the refinement probe at " << *refined
+                        << " failed; keeping the search's choice: " << error.what();
+      }
     }
   }
   outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();

@@ -109,17 +109,20 @@ void load_state_dict(const models::NamedState& targets, const std::string& path)
          "with a state_dict); " +
              std::string(kSaveAdvice));
   }
+  // " (<context>)" for the messages before the prefix is known.
+  const auto noted = [&context] { return context.empty() ? context : " (" + context + ")"; };
   std::map<std::string, torch_save::TensorRef> entries;
   for (const auto& [key, value] : state->items) {
     const auto* name = std::get_if<std::string>(&key);
-    if (!name) fail(path, "has an integer key, not a name" + context + "; " + kSaveAdvice);
+    if (!name) fail(path, "has an integer key, not a name" + noted() + "; " + kSaveAdvice);
     if (!value.is<torch_save::TensorRef>()) {
-      fail(path, "entry " + *name + " is a " + value.describe() + ", not a tensor" + context +
+      fail(path, "entry " + *name + " is a " + value.describe() + ", not a tensor" + noted() +
                      "; " + kSaveAdvice);
     }
-    entries.emplace(*name, value.as<torch_save::TensorRef>());
+    // A key set twice keeps its last value, as Python's dict does.
+    entries.insert_or_assign(*name, value.as<torch_save::TensorRef>());
   }
-  if (state->other_keys > 0) fail(path, "has keys that are not names" + context);
+  if (state->other_keys > 0) fail(path, "has keys that are not names" + noted());
   const std::string prefix = prefix_to_strip(targets, entries);
   if (!prefix.empty()) {
     context += (context.empty() ? "" : "; ") + ("prefix " + prefix + " removed from every key");

@@ -177,7 +177,23 @@ class Unpickler {
   Value memo_get(uint64_t index) {
     const auto found = memo_.find(index);
     if (found == memo_.end()) fail("memo entry " + std::to_string(index) + " was never stored");
-    return found->second;
+    return copied(found->second);
+  }
+
+  /// `value`, counting the text it copies: strings and bytes are held by value, so DUP,
+  /// the memo's puts and gets copy them. A file that makes the copies outgrow a few times
+  /// its own size is refused (a damaged or hostile data.pkl could otherwise ask for
+  /// gigabytes with a few bytes per copy).
+  const Value& copied(const Value& value) {
+    size_t size = 0;
+    if (value.is<std::string>()) size = value.as<std::string>().size();
+    if (value.is<Bytes>()) size = value.as<Bytes>().data.size();
+    copied_bytes_ += size;
+    if (copied_bytes_ > 4 * data_.size() + (size_t{1} << 20)) {
+      fail("copies " + std::to_string(copied_bytes_) + " bytes of text from " +
+           std::to_string(data_.size()) + " bytes of pickle (a damaged or hostile file)");
+    }
+    return value;
   }
 
   Value integer_from_le(std::string_view bytes) {
@@ -231,6 +247,7 @@ class Unpickler {
     TensorRef ref{args[0].as<Storage>(), args[1].as<int64_t>(), int_tuple(args[2], "size"),
                   int_tuple(args[3], "stride")};
     if (ref.size.size() != ref.stride.size()) fail("a tensor whose size and stride differ in rank");
+    if (ref.offset < 0) fail("a tensor with a negative storage offset");  // before any arithmetic
     int64_t last = ref.offset;  // the last element the view reads, when it reads any
     bool empty = false;
     for (size_t d = 0; d < ref.size.size(); ++d) {
@@ -303,6 +320,7 @@ class Unpickler {
   List stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Value> memo_;
+  size_t copied_bytes_ = 0;  ///< text copied by DUP and the memo (copied())
 };
 
 void Unpickler::step(uint8_t op) {
@@ -323,7 +341,7 @@ void Unpickler::step(uint8_t op) {
       pop_mark();
       return;  // POP_MARK
     case '2':
-      stack_.push_back(top());
+      stack_.push_back(copied(top()));
       return;  // DUP
     case 'N':
       stack_.emplace_back();
@@ -456,14 +474,14 @@ void Unpickler::step(uint8_t op) {
       return;
     }
     case 'q':
-      memo_[unsigned_le(1)] = top();
+      memo_[unsigned_le(1)] = copied(top());
       return;  // BINPUT
     case 'r':
-      memo_[unsigned_le(4)] = top();
+      memo_[unsigned_le(4)] = copied(top());
       return;     // LONG_BINPUT
     case 0x94: {  // MEMOIZE
       const uint64_t index = memo_.size();
-      memo_[index] = top();
+      memo_[index] = copied(top());
       return;
     }
     case 'h':
@@ -474,7 +492,7 @@ void Unpickler::step(uint8_t op) {
       return;    // LONG_BINGET
     case 'p': {  // PUT
       const std::string text = line();
-      memo_[std::strtoull(text.c_str(), nullptr, 10)] = top();
+      memo_[std::strtoull(text.c_str(), nullptr, 10)] = copied(top());
       return;
     }
     case 'g': {  // GET

@@ -150,7 +150,10 @@ class TrainWorkload : public Workload {
       optimizer_->zero_grad(/*set_to_none=*/true);
     }
     last_loss_ = loss.detach();
-    if (keep_losses_) losses_.push_back(last_loss_);  // a handle: no copy, no sync
+    if (keep_losses_) {
+      losses_.push_back(last_loss_);  // a handle: no copy, no sync
+      iterations_run_.push_back(iteration);
+    }
   }
 
   /// Note [Accuracy validation]: the same steps from the same initial weights and batches in
@@ -163,10 +166,17 @@ class TrainWorkload : public Workload {
     TrainWorkload reference(reference_assignment, device_, group_);
     reference.keep_losses_ = true;
     reference.connect();
-    LoopOptions options;  // no deadline: the cell's own loop already finished in time
-    options.device = device_;
-    options.group = group_;
-    run_timed_loop(reference, options);
+    // The very iterations the cell ran, in order: with `iterations: auto` or `warmup: auto`
+    // (Note [Iterations auto]) their count and indices were decided by the group, not
+    // planned. Every rank ran the same ones (training is lockstep), so the reference's
+    // collectives match. Untimed: the timer only takes the phases' marks.
+    const auto timer = make_phase_timer(device_, reference.phases().size(),
+                                        std::max<size_t>(iterations_run_.size(), 1));
+    for (const int64_t iteration : iterations_run_) {
+      reference.run_iteration(iteration, *timer);
+      timer->next_iteration();
+    }
+    synchronize_device(device_);
     const size_t steps = std::min(losses_.size(), reference.losses_.size());
     if (steps == 0) throw CellError(FailurePhase::kValidation, "no training step to compare");
     // MAX over the group of: loss deviation, parameter distance; SUM of the final losses.
@@ -239,9 +249,10 @@ class TrainWorkload : public Workload {
   torch::Tensor last_loss_;
   double model_init_s_ = 0.0;
   // Note [Accuracy validation]
-  bool keep_losses_ = false;           ///< keep every step's loss (validate, and the reference)
-  std::vector<torch::Tensor> losses_;  ///< per step run, warm-up included (device tensors)
-  Assignment assignment_;              ///< validate only: what the reference is built from
+  bool keep_losses_ = false;             ///< keep every step's loss (validate, and the reference)
+  std::vector<torch::Tensor> losses_;    ///< per step run, warm-up included (device tensors)
+  std::vector<int64_t> iterations_run_;  ///< with losses_: the iteration index of each step
+  Assignment assignment_;                ///< validate only: what the reference is built from
 };
 
 }  // namespace

@@ -25,6 +25,12 @@ class StopVote {
   StopVote(const StopVote&) = delete;
   StopVote& operator=(const StopVote&) = delete;
 
+  /// Changes whether the group votes, between loops (no vote may be pending): `warmup: auto`
+  /// votes during its warm-up only; a fixed measured loop of inference is independent again.
+  void set_lockstep(bool lockstep) {
+    if (!pending_) lockstep_ = lockstep;
+  }
+
   /// Called after every iteration with this rank's view; returns whether to stop now.
   bool after_iteration(bool deadline_passed) {
     if (!lockstep_ || group_ == MPI_COMM_NULL) return deadline_passed;
@@ -170,14 +176,22 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
   }
   // The warm-up's last vote is settled before the measured loop, on every rank alike.
   stop = stop || vote.finish();
+  vote.set_lockstep(workload.lockstep() || adaptive);
   bool decided = false;  // an adaptive decision ended the loop (not the deadline)
   if (!stop) {
     synchronize_device(options.device);
     if (options.group != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(options.group));
     const auto energy_start = options.power ? options.power->total_energy_j() : std::nullopt;
     const auto loop_start = Clock::now();
+    int64_t measured_run = 0;
     if (!adaptive) {
-      for (int64_t i = warmup; i < total && !stop; ++i) stop = run_one(i);
+      for (int64_t i = warmup; i < total && !stop; ++i) {
+        stop = run_one(i);
+        ++measured_run;
+      }
+      // Stopped by the deadline before the last measured iteration (a warm-up auto cell
+      // ran fewer warm-up rows than `warmup`, so rows are not compared with `total`).
+      result.timed_out = stop && measured_run < measured;
     } else {  // Note [Iterations auto]
       AdaptiveOptions rule_options = *options.adaptive;
       rule_options.max_iterations = std::min(rule_options.max_iterations, measured);
@@ -212,7 +226,12 @@ LoopResult run_timed_loop(Workload& workload, const LoopOptions& options) {
     result.power_metrics = loop_power_metrics(options.power, energy_start, result.loop_wall_s);
     vote.finish();
   }
-  result.timed_out = adaptive ? stop && !decided : stop && result.iterations_run < total;
+  if (adaptive) {
+    result.timed_out = stop && !decided;
+  } else if (result.iterations_run <= result.warmup_run) {
+    // The deadline ended the warm-up (before every planned iteration: as for fixed counts).
+    result.timed_out = stop && result.iterations_run < total;
+  }
   result.timings_s = timer->resolve();
   result.phase_starts_s = timer->resolve_begins();
   return result;

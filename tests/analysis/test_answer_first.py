@@ -69,8 +69,8 @@ def test_summary_alone_is_the_last_block_of_analyze(results_file):
     not os.environ.get("SCALEBENCH_RUN_OUTPUT"), reason="needs a real run's console (run_all.sh)"
 )
 def test_the_run_ends_with_the_summary(results_file):
-    """`scalebench run` with SCALEBENCH_RUN_SUMMARY=1 (a terminal does the same): its table
-    of cells, then the summary `analyze --summary` prints for its file, last."""
+    """`scalebench run` (SCALEBENCH_RUN_SUMMARY=1 overrides the suite's 0): its table of
+    cells, then the summary `analyze --summary` prints for its file, last."""
     printed = Path(os.environ["SCALEBENCH_RUN_OUTPUT"]).read_text().rstrip("\n").splitlines()
     summary = run_cli("analyze", results_file, "--summary", check_rc=0).stdout.rstrip("\n")
     assert "== Summary ==" in printed

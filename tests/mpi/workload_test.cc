@@ -287,6 +287,38 @@ TEST(WorkloadMpi, IterationsAutoStopsEveryRankAtTheSameIteration) {
   }
 }
 
+/// `warmup: auto` with fixed iterations: the group votes during the warm-up only, so
+/// inference shards of different lengths (11 samples over 2 or 3 ranks) run their own
+/// batches afterwards without a vote left unmatched.
+TEST(WorkloadMpi, WarmupAutoThenUnevenInferenceShards) {
+  CellSpec cell = inference_cell("mlp", {});
+  cell.world_size = world_size();
+  cell.warmup_iterations = kWarmupAuto;
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(result.status, CellStatus::kOk) << result.reason;
+  EXPECT_FALSE(result.warmup_reason.empty());
+  const auto samples = static_cast<int64_t>(result.metrics.at("samples"));
+  EXPECT_EQ(static_cast<int64_t>(result.iterations()) - result.warmup_iterations,
+            (samples + 3) / 4);
+  EXPECT_EQ(group_sum(static_cast<double>(samples)), 11.0);
+}
+
+/// Validation of a training cell that chose its iterations replays exactly the steps it
+/// ran (their count and indices), so the fp32 reference of an fp32 cell is identical.
+TEST(WorkloadMpi, TrainingValidationReplaysTheStepsAnAutoCellChose) {
+  CellSpec cell = training_cell();
+  cell.warmup_iterations = kWarmupAuto;
+  cell.measured_iterations = kIterationsAuto;
+  cell.ci_width = 0.2;
+  cell.max_seconds = 2.0;
+  cell.validate = true;
+  const RankResult result = run_cell(cell, MPI_COMM_WORLD);
+  ASSERT_EQ(result.status, CellStatus::kOk) << result.reason;
+  ASSERT_TRUE(result.accuracy.has_value());
+  EXPECT_EQ(result.accuracy->verdict, "passed");
+  EXPECT_EQ(result.accuracy->values.at("max_loss_rel_deviation"), 0.0);
+}
+
 TEST(WorkloadMpi, IterationsAutoStopsOnItsBudgetOrItsCap) {
   CellSpec cell = training_cell();
   cell.measured_iterations = kIterationsAuto;
