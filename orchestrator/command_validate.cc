@@ -7,6 +7,7 @@
 #include "common/matrix/matrix.h"
 #include "common/matrix/schema.h"
 #include "orchestrator/commands.h"
+#include "orchestrator/console_text.h"
 #include "orchestrator/matrix_arguments.h"
 
 namespace scalebench {
@@ -19,7 +20,7 @@ void add_validate_command(CLI::App& app, int& exit_status) {
   command->callback([options, &exit_status] {
     const ExpandedMatrix matrix = load_matrix(options->matrix_path, options->limits());
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
-    std::cout << options->matrix_path << ": OK, " << summarize(matrix) << "\n";
+    std::cout << wrap_words(options->matrix_path + ": OK, " + summarize(matrix), "", "  ");
     exit_status = kExitOk;
   });
 }

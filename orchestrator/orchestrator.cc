@@ -277,7 +277,7 @@ class Loop {
     const bool capped = (progress.stage == "measured" && iterations_auto(cell)) ||
                         (progress.stage == "warmup" && warmup_auto(cell));
     SB_LOG(info) << cell_label(cell) << ": " << progress.stage << " iteration " << progress.done
-                 << (capped ? " (auto, at most " : " of ") << progress.total << (capped ? ")" : "");
+                 << (capped ? " (auto, cap " : " of ") << progress.total << (capped ? ")" : "");
     sink_.progress(*it->second.cell, progress);
   }
 

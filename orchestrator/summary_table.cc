@@ -10,6 +10,7 @@
 #include "common/cell/repetition_stats.h"
 #include "common/results/cells.h"
 #include "common/results/overview.h"
+#include "orchestrator/console_text.h"
 
 namespace scalebench {
 namespace {
@@ -161,12 +162,15 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
     if (worst == nullptr || row.cpu_threads_per_core > worst->cpu_threads_per_core) worst = &row;
   }
   if (worst != nullptr) {
-    out << "# warning: " << oversubscribed << " cell" << (oversubscribed == 1 ? "" : "s")
-        << " ran more busy CPU threads than cores (worst " << fixed(worst->cpu_threads_per_core, 2)
-        << " per core: " << worst->cell_id << " " << worst->experiment << " " << worst->mode
-        << "): their backward / comm_wait split reflects core contention; set cpu_threads so "
-           "that workers x (cpu_threads + 1) <= cores (docs/metrics.md#cpu-threads-and-the-"
-           "backward--comm_wait-split)\n";
+    out << wrap_words(
+        std::to_string(oversubscribed) + " cell" + (oversubscribed == 1 ? "" : "s") +
+            " ran more busy CPU threads than cores (worst " +
+            fixed(worst->cpu_threads_per_core, 2) + " per core: " + worst->cell_id + " " +
+            worst->experiment + " " + worst->mode +
+            "): their backward / comm_wait split reflects core contention; set cpu_threads "
+            "so that workers x (cpu_threads + 1) <= cores "
+            "(docs/metrics.md#cpu-threads-and-the-backward--comm_wait-split)",
+        "# warning: ", "#   ");
   }
   return out.str();
 }

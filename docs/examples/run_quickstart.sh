@@ -21,5 +21,6 @@ mpirun -np 3 --oversubscribe "$scalebench" run "$repo/docs/examples/quickstart.y
 echo
 "$scalebench" analyze "$out"
 echo
-echo "results: $out   (report: $scalebench report $out -o ${out%.h5}.html)"
+echo "results: $out"
+echo "report:  $scalebench report $out -o ${out%.h5}.html"
 exit "$status"
