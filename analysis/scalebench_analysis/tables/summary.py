@@ -28,7 +28,11 @@ _REMEDIES = (
         "repeat the cells (repetitions: 3) on a quieter machine",
     ),
     ("short of ci_width", "interval not reached: raise max_seconds (or ci_width)"),
-    ("warm-up drift", "still warming up: raise warmup"),
+    (
+        "warm-up drift",
+        "drifting (still warming up, or the machine's load changed): raise warmup or set "
+        "warmup: auto, and rerun on a quieter machine",
+    ),
     ("only ", "too few samples: raise iterations"),
     ("replicas out of sync", "replicas diverged: a correctness problem, see docs/ddp.md"),
 )
