@@ -106,6 +106,8 @@ real_runs_for_analysis() {
     2>"$repo/build/test-runs/quickstart.log" &&
     mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
       docs/examples/repetitions.yaml -o "$repo/build/test-runs/repetitions.h5" --force --quiet &&
+    mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
+      docs/examples/batch_auto.yaml -o "$repo/build/test-runs/batch_auto.h5" --force --quiet &&
     run_program_demo && run_aoti_demo
 }
 # docs/examples/own_model/aoti: one module exported as AOTInductor packages and TorchScript
@@ -152,7 +154,8 @@ pytest_on_real_runs() {
   env SCALEBENCH_RESULTS_FILE="$runs/quickstart.h5" SCALEBENCH_RUN_OUTPUT="$runs/quickstart.out" \
     SCALEBENCH_REPETITIONS_FILE="$runs/repetitions.h5" \
     SCALEBENCH_PROGRAMS_FILE="$runs/programs/results.h5" \
-    SCALEBENCH_AOTI_FILE="$runs/aoti/results.h5" "${frameworks[@]}" \
+    SCALEBENCH_AOTI_FILE="$runs/aoti/results.h5" \
+    SCALEBENCH_BATCH_AUTO_FILE="$runs/batch_auto.h5" "${frameworks[@]}" \
     "$python" -m pytest -q tests/analysis
 }
 
@@ -161,13 +164,13 @@ run_step ctest "ctest (release)" ctest --preset release -j 2
 run_step asan "ctest (asan)" ctest --preset asan -j 2
 run_step gpukit "GPU kit (bundle, prefix, configure)" tests/gpu/test_kit.sh "$python"
 run_step tidy "clang-tidy" check_tidy
-run_step analysis "analysis (real runs: quickstart, repetitions, programs)" real_runs_for_analysis
+run_step analysis "analysis (real runs: quickstart, repetitions, batch auto, programs)" real_runs_for_analysis
 run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framework_runs
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
   env -u SCALEBENCH_RESULTS_FILE -u SCALEBENCH_REPETITIONS_FILE -u SCALEBENCH_PROGRAMS_FILE \
   -u SCALEBENCH_LIGHTNING_FILE -u SCALEBENCH_LIGHTNING_TASKS_FILE -u SCALEBENCH_JAX_FILE \
-  -u SCALEBENCH_KERAS_FILE SCALEBENCH_BUILD_DIR="$repo/build/release" \
+  -u SCALEBENCH_KERAS_FILE -u SCALEBENCH_BATCH_AUTO_FILE SCALEBENCH_BUILD_DIR="$repo/build/release" \
   "$python" -m pytest -q -rs tests/analysis
 run_step ruff "ruff (analysis)" check_ruff
 run_step fuzz "fuzz (15 s per target)" tests/fuzz/run.sh 15

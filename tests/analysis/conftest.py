@@ -39,6 +39,7 @@ FILE_FIXTURES = {
     "SCALEBENCH_JAX_FILE": {"jax_file"},
     "SCALEBENCH_KERAS_FILE": {"keras_file"},
     "SCALEBENCH_AOTI_FILE": {"aoti_file"},  # test_aoti_cells.py
+    "SCALEBENCH_BATCH_AUTO_FILE": {"batch_auto_file"},  # test_batch_auto_example.py
 }
 
 
