@@ -37,7 +37,7 @@ SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_
       seed_(seed),
       pin_memory_(pin_memory) {}
 
-SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape,
+SyntheticData::SyntheticData(const ModelInfo& model, const std::vector<int64_t>& input_shape,
                              int64_t num_classes, uint64_t seed, bool pin_memory)
     : SyntheticData(
           model, input_shape,

@@ -42,8 +42,8 @@ class SyntheticData : public BatchSource {
   SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape, TargetSpec targets,
                 uint64_t seed, bool pin_memory);
   /// Class-id targets in [0, num_classes) of the zoo's rule (target_shape).
-  SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape, int64_t num_classes,
-                uint64_t seed, bool pin_memory);
+  SyntheticData(const ModelInfo& model, const std::vector<int64_t>& input_shape,
+                int64_t num_classes, uint64_t seed, bool pin_memory);
   /// See BatchSource::make_batch; sample i is the same bytes whichever batch makes it.
   [[nodiscard]] HostBatch make_batch(SampleRange range) const override;
 

@@ -409,25 +409,19 @@ void Unpickler::step(uint8_t op) {
       return;  // BINBYTES
     case 'C':
       stack_.emplace_back(Bytes{std::string(take(length(1)))});
-      return;  // SHORT_BINBYTES
-    case 0x8e:
+      return;   // SHORT_BINBYTES
+    case 0x8e:  // BINBYTES8
+    case 0x96:  // BYTEARRAY8
       stack_.emplace_back(Bytes{std::string(take(length(8)))});
-      return;  // BINBYTES8
-    case 0x96:
-      stack_.emplace_back(Bytes{std::string(take(length(8)))});
-      return;  // BYTEARRAY8
-    case ']':
+      return;
+    case ']':   // EMPTY_LIST
+    case 0x8f:  // EMPTY_SET: a list (nothing here needs set semantics)
       stack_.emplace_back(ListRef{std::make_shared<List>()});
-      return;  // EMPTY_LIST
-    case 0x8f:
-      stack_.emplace_back(ListRef{std::make_shared<List>()});
-      return;  // EMPTY_SET
-    case 'l':
+      return;
+    case 'l':   // LIST
+    case 0x91:  // FROZENSET
       stack_.emplace_back(ListRef{std::make_shared<List>(pop_mark())});
-      return;  // LIST
-    case 0x91:
-      stack_.emplace_back(ListRef{std::make_shared<List>(pop_mark())});
-      return;    // FROZENSET
+      return;
     case 'a': {  // APPEND
       Value item = pop();
       append(top(), List{std::move(item)});
