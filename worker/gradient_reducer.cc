@@ -110,7 +110,12 @@ struct GradientReducer::Impl {
   std::vector<std::vector<size_t>> assignment;
   std::vector<Bucket> buckets;
   std::vector<Slot> slots;
-  std::vector<c10::intrusive_ptr<torch::autograd::Node>> accumulators;
+  /// The parameters' gradient accumulators, held so that their hooks stay registered. The
+  /// handle's type follows LibTorch: std::shared_ptr<Node> up to 2.11 (the PyTorch of the GPU
+  /// nodes), c10::intrusive_ptr<Node> in later releases (the venv's).
+  using AccumulatorHandle =
+      decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
+  std::vector<AccumulatorHandle> accumulators;
   std::vector<uintptr_t> hook_keys;
 
   std::mutex mutex;  ///< guards the per-iteration state below (hooks vs training thread)

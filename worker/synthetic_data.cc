@@ -1,6 +1,7 @@
 #include "worker/synthetic_data.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 
@@ -28,6 +29,23 @@ SampleRange shard_range(int64_t samples, int rank, int world_size) {
   return {first, base + (rank < extra ? 1 : 0)};
 }
 
+int64_t pool_samples(int64_t sample_bytes) {
+  constexpr int64_t kPoolBytes = int64_t{512} << 20;
+  constexpr int64_t kMinSamples = 256;
+  constexpr int64_t kMaxSamples = 65536;
+  return std::clamp(kPoolBytes / std::max<int64_t>(sample_bytes, 1), kMinSamples, kMaxSamples);
+}
+
+namespace {
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (const int64_t extent : shape) n *= extent;
+  return n;
+}
+
+}  // namespace
+
 SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape,
                              TargetSpec targets, uint64_t seed, bool pin_memory)
     : model_(model),
@@ -35,7 +53,10 @@ SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_
       targets_(std::move(targets)),
       target_shape_(targets_.shape.value_or(target_shape(model, input_shape_))),
       seed_(seed),
-      pin_memory_(pin_memory) {}
+      pin_memory_(pin_memory),
+      pool_size_(pool_samples(
+          numel(input_shape_) * static_cast<int64_t>(c10::elementSize(model_.input_dtype)) +
+          numel(target_shape_) * (targets_.is_float() ? int64_t{4} : int64_t{8}))) {}
 
 SyntheticData::SyntheticData(const ModelInfo& model, const std::vector<int64_t>& input_shape,
                              int64_t num_classes, uint64_t seed, bool pin_memory)
@@ -44,20 +65,57 @@ SyntheticData::SyntheticData(const ModelInfo& model, const std::vector<int64_t>&
           TargetSpec{.shape = target_shape(model, input_shape), .num_classes = num_classes}, seed,
           pin_memory) {}
 
+void SyntheticData::fill(const std::vector<int64_t>& slots) const {
+  const bool values = targets_.is_float();
+  if (!pool_inputs_.defined()) {
+    pool_inputs_ = allocate_rows(pool_size_, input_shape_, model_.input_dtype, false);
+    pool_targets_ =
+        allocate_rows(pool_size_, target_shape_, values ? torch::kFloat32 : torch::kInt64, false);
+    drawn_.assign(static_cast<size_t>(pool_size_), false);
+  }
+  std::vector<int64_t> missing;
+  for (const int64_t slot : slots) {
+    if (!drawn_[static_cast<size_t>(slot)]) {
+      drawn_[static_cast<size_t>(slot)] = true;
+      missing.push_back(slot);
+    }
+  }
+  // One generator per sample, so the bytes do not depend on the threads' split.
+  at::parallel_for(0, static_cast<int64_t>(missing.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t slot = missing[static_cast<size_t>(k)];
+      auto generator = at::make_generator<at::CPUGeneratorImpl>(sample_seed(seed_, slot));
+      // Note [Targets]: float targets are drawn after the input, from the same generator.
+      model_.make_sample(pool_inputs_[slot], values ? torch::Tensor() : pool_targets_[slot],
+                         targets_.num_classes, generator);
+      if (targets_.kind == TargetSpec::Kind::kValues) {
+        pool_targets_[slot].normal_(0.0, 1.0, generator);
+      }
+      if (targets_.kind == TargetSpec::Kind::kUnitValues) {
+        pool_targets_[slot].uniform_(0.0, 1.0, generator);
+      }
+    }
+  });
+}
+
 HostBatch SyntheticData::make_batch(SampleRange range) const {
   const bool values = targets_.is_float();
   HostBatch batch{allocate_rows(range.count, input_shape_, model_.input_dtype, pin_memory_),
                   allocate_rows(range.count, target_shape_,
                                 values ? torch::kFloat32 : torch::kInt64, pin_memory_)};
+  std::vector<int64_t> slots(static_cast<size_t>(range.count));
   for (int64_t i = 0; i < range.count; ++i) {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(sample_seed(seed_, range.first + i));
-    // Note [Targets]: float targets are drawn after the input, from the same generator.
-    model_.make_sample(batch.inputs[i], values ? torch::Tensor() : batch.targets[i],
-                       targets_.num_classes, generator);
-    if (targets_.kind == TargetSpec::Kind::kValues) batch.targets[i].normal_(0.0, 1.0, generator);
-    if (targets_.kind == TargetSpec::Kind::kUnitValues) {
-      batch.targets[i].uniform_(0.0, 1.0, generator);
-    }
+    slots[static_cast<size_t>(i)] = (range.first + i) % pool_size_;
+  }
+  fill(slots);
+  // Rows are copied in runs of consecutive slots (a batch wraps around the pool at most a
+  // few times), each run split over the intra-op threads by copy_.
+  for (int64_t i = 0; i < range.count;) {
+    const int64_t slot = slots[static_cast<size_t>(i)];
+    const int64_t run = std::min(range.count - i, pool_size_ - slot);
+    batch.inputs.narrow(0, i, run).copy_(pool_inputs_.narrow(0, slot, run));
+    batch.targets.narrow(0, i, run).copy_(pool_targets_.narrow(0, slot, run));
+    i += run;
   }
   return batch;
 }

@@ -11,6 +11,56 @@ std::shared_ptr<Dict> Value::dict() const {
   return is<std::shared_ptr<Dict>>() ? as<std::shared_ptr<Dict>>() : nullptr;
 }
 
+// Note [Freeing deep values]
+// A Value owns its list, tuple or dict through a shared_ptr, so the default destructor frees
+// a nested value by recursion: one stack frame set per level. Pickles nest through the memo
+// without growing the unpickler's stack (GET the innermost list, EMPTY_LIST, PUT, APPEND,
+// POP: 6 bytes a level), so a file of a few megabytes nests a million deep and a recursive
+// free would overflow the stack. ~Value therefore never recurses: the last owner of a
+// container moves its items into a work list, and the loop frees them one by one, each
+// handing on its own items the same way; a container another Value still shares is left to
+// that owner. The depth of the C++ stack stays constant whatever the nesting.
+Value::~Value() {
+  std::vector<Value> pending;
+  release_items(pending);
+  while (!pending.empty()) {
+    Value next = std::move(pending.back());
+    pending.pop_back();
+    next.release_items(pending);
+  }  // `next` holds an emptied container (or a shared one) when it is destroyed: no recursion
+}
+
+void Value::release_items(std::vector<Value>& pending) {
+  const auto take_list = [&pending](std::shared_ptr<List>& items) {
+    if (items && items.use_count() == 1) {
+      for (auto& item : *items) pending.push_back(std::move(item));
+      items->clear();
+    }
+  };
+  if (auto* list = std::get_if<ListRef>(&data_)) {
+    take_list(list->items);
+  } else if (auto* tuple = std::get_if<TupleRef>(&data_)) {
+    take_list(tuple->items);
+  } else if (auto* dict = std::get_if<std::shared_ptr<Dict>>(&data_)) {
+    if (*dict && dict->use_count() == 1) {
+      for (auto& item : (*dict)->items) pending.push_back(std::move(item.second));
+      (*dict)->items.clear();
+    }
+  }
+}
+
+Value& Value::operator=(const Value& other) {
+  Value copy(other);
+  std::swap(data_, copy.data_);
+  return *this;
+}
+
+Value& Value::operator=(Value&& other) noexcept {
+  Value moved(std::move(other));
+  std::swap(data_, moved.data_);
+  return *this;
+}
+
 std::string Value::describe() const {
   return std::visit(
       [](const auto& data) -> std::string {

@@ -75,7 +75,10 @@ struct TupleRef {
 };
 
 /// The unpickled value. Lists and dicts are shared (copying a Value copies a reference),
-/// as the memo of a pickle requires.
+/// as the memo of a pickle requires. Freeing one never recurses: a crafted pickle can nest
+/// lists a million deep (through the memo, in a few megabytes), and a recursive destructor
+/// would overflow the stack; the last owner of a container moves its items to a work list
+/// instead (Note [Freeing deep values] in torch_save_reader.cc).
 class Value {
  public:
   using Data = std::variant<std::monostate, bool, int64_t, double, std::string, Bytes, TensorRef,
@@ -83,6 +86,12 @@ class Value {
   Value() = default;
   template <typename T, typename = std::enable_if_t<!std::is_same_v<std::decay_t<T>, Value>>>
   Value(T data) : data_(std::move(data)) {}  // NOLINT(google-explicit-constructor)
+  Value(const Value&) = default;
+  Value(Value&&) noexcept = default;
+  /// By copy and swap: the value replaced is freed by a temporary's (iterative) destructor.
+  Value& operator=(const Value& other);
+  Value& operator=(Value&& other) noexcept;
+  ~Value();
 
   template <typename T>
   [[nodiscard]] bool is() const {
@@ -99,6 +108,10 @@ class Value {
   [[nodiscard]] std::string describe() const;
 
  private:
+  /// Moves the items of the container this value holds into `pending` when this value is
+  /// the container's last owner (nobody else can see them any more).
+  void release_items(std::vector<Value>& pending);
+
   Data data_;
 };
 

@@ -73,9 +73,10 @@ assumed_present=(
   libkeyutils1 libtirpc3 libtirpc-common libnsl2
   base-files base-passwd bash coreutils dash debconf debianutils dpkg tar passwd adduser
   lsb-base sysvinit-utils init-system-helpers mount util-linux login
-  # apt's libraries (Debian and Ubuntu images keep apt)
+  # apt's libraries (Debian and Ubuntu images keep apt). Not libunistring2: Ubuntu 24.04 has
+  # libunistring.so.5 only, and libpsl (libcurl's, HDF5's) needs .so.2 (seen on a GPU node)
   apt libapt-pkg6.0 libgnutls30 libhogweed6 libnettle8 libgmp10 libp11-kit0 libtasn1-6
-  libidn2-0 libunistring2 libffi8
+  libidn2-0 libffi8
   # the compiler
   gcc gcc-12 g++ g++-12 cpp cpp-12 binutils binutils-common binutils-x86-64-linux-gnu
   libbinutils libctf0 libctf-nobfd0 libgprofng0 libjansson4 libc6-dev libc-dev-bin

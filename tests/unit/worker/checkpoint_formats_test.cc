@@ -282,5 +282,37 @@ TEST(Unpickle, UnknownOpcodesAndTruncationNameTheOffset) {
   EXPECT_EQ(value.describe(), "os.system");
 }
 
+/// Lists nested a million deep through the memo (Note [Freeing deep values]): read, walked
+/// and freed without overflowing the stack, in constant stack depth.
+TEST(Unpickle, ListsNestedAMillionDeepAreFreedWithoutRecursion) {
+  constexpr int kDepth = 1'000'000;
+  std::string pickle = "\x80\x02]q\x00"s;  // the outer list, memo 0 = the innermost list
+  pickle.reserve(pickle.size() + 6 * kDepth + 1);
+  for (int i = 0; i < kDepth; ++i) pickle += "h\x00]q\x00\x61\x30"s;  // GET, [], PUT, APPEND, POP
+  pickle += ".";
+  const auto no_storage = [](const std::string&) { return int64_t{-1}; };
+  {
+    const Value outer = torch_save::unpickle(pickle, no_storage);
+    const Value* level = &outer;
+    int depth = 0;
+    while (level->is<torch_save::ListRef>() && !level->as<torch_save::ListRef>().items->empty()) {
+      level = &level->as<torch_save::ListRef>().items->front();
+      ++depth;
+    }
+    EXPECT_EQ(depth, kDepth);
+  }  // freed here: a recursive destructor would crash the test
+  // Shared inner values survive their first owner: a copy keeps the nested list intact.
+  Value copy;
+  {
+    const Value outer =
+        torch_save::unpickle("\x80\x02]q\x00h\x00]q\x01\x61\x30h\x01\x8c\x01xa0."s, no_storage);
+    copy = outer;
+  }
+  ASSERT_TRUE(copy.is<torch_save::ListRef>());
+  const auto& inner = copy.as<torch_save::ListRef>().items->front();
+  ASSERT_TRUE(inner.is<torch_save::ListRef>());
+  EXPECT_EQ(inner.as<torch_save::ListRef>().items->front().describe(), "str");
+}
+
 }  // namespace
 }  // namespace scalebench

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +77,22 @@ TEST(MemoryStatsGpu, CudaPeaksFollowAllocations) {
   EXPECT_GE(metrics.at("peak_allocated_bytes"), 4.0 * (1 << 20));
   EXPECT_LT(metrics.at("peak_allocated_bytes"), 4.0 * (64 << 20)) << "peak was reset";
   EXPECT_GE(metrics.at("peak_reserved_bytes"), metrics.at("peak_allocated_bytes"));
+}
+
+// A cell resets the peaks before its model reaches the GPU, when CUDA may not be initialised
+// yet (seen on an H200: every GPU cell failed with "Invalid device argument"). Checked in a
+// fresh process (a threadsafe death test re-runs the binary), where nothing touched CUDA.
+TEST(MemoryStatsGpu, PeaksResetAndReadBeforeTheFirstCudaTensor) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const torch::Device device(torch::kCUDA, 0);
+        reset_peak_memory(device);
+        const auto metrics = peak_memory_metrics(device, true);
+        std::exit(metrics.at("peak_allocated_bytes") == 0.0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // Note [Counting CPU allocations]: the counted peak is the bytes of the tensors alive at once,

@@ -1,6 +1,7 @@
 // Synthetic data: sample identity independent of batching, shards, training indices.
 #include "worker/synthetic_data.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -64,6 +65,33 @@ TEST(SyntheticData, ASampleIsTheSameWhicheverBatchMakesIt) {
     const SyntheticData other_seed(info, shape, info.default_num_classes, 43, false);
     EXPECT_FALSE(torch::equal(other_seed.make_batch({0, 8}).inputs, whole.inputs));
   }
+}
+
+// Note [Synthetic samples]: the stream repeats with the pool's period, a batch that wraps
+// around the pool equals its parts, and pool sample j is the draw of sample_seed(seed, j).
+TEST(SyntheticData, TheStreamRepeatsWithThePoolsPeriod) {
+  EXPECT_EQ(pool_samples(602112 + 8), 891);  // ResNet-50 at 224 x 224, fp32, one class id
+  EXPECT_EQ(pool_samples(1), 65536);
+  EXPECT_EQ(pool_samples(int64_t{64} << 20), 256);
+  const ModelInfo& info = find_model("mlp");
+  const SyntheticData data(info, {16}, 10, 42, /*pin_memory=*/false);
+  const int64_t period = data.pool_size();
+  EXPECT_EQ(period, pool_samples(16 * 4 + 8));
+  const HostBatch wrapped = data.make_batch({period - 3, 6});  // slots p-3..p-1, 0..2
+  const HostBatch head = data.make_batch({0, 3});
+  const HostBatch tail = data.make_batch({period - 3, 3});
+  EXPECT_TRUE(torch::equal(wrapped.inputs.slice(0, 0, 3), tail.inputs));
+  EXPECT_TRUE(torch::equal(wrapped.inputs.slice(0, 3, 6), head.inputs));
+  EXPECT_TRUE(torch::equal(wrapped.targets.slice(0, 3, 6), head.targets));
+  EXPECT_TRUE(
+      torch::equal(data.make_batch({5 * period + 1, 2}).inputs, head.inputs.slice(0, 1, 3)));
+  EXPECT_FALSE(torch::equal(head.inputs[0], head.inputs[1]));
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(sample_seed(42, 2));
+  const auto input = torch::empty({16});
+  const auto target = torch::empty({}, torch::kInt64);
+  info.make_sample(input, target, 10, generator);
+  EXPECT_TRUE(torch::equal(head.inputs[2], input));
+  EXPECT_TRUE(torch::equal(head.targets[2], target));
 }
 
 TEST(SyntheticData, ShapesOfBatches) {

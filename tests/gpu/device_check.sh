@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# tests/gpu/device_check.sh: every GPU check of scalebench on a GPU node, from binaries built
+# elsewhere by tests/gpu/prebuild.sh (docs/gpu-verification.md#a-short-lease): nothing is
+# compiled here, so the checks fit a lease of minutes. No root, no network.
+#
+#   tests/gpu/device_check.sh KIT_DIR OUT_DIR [SECONDS]
+#
+#   KIT_DIR   what prebuild.sh made: kit.tar.xz (bin/ and prefix/) and kit.txt
+#   OUT_DIR   summary.md, checks.log and the results files (probe.h5, sweep.h5, mfu.h5)
+#   SECONDS   the whole run's budget (default 540): each check's time limit is cut to what is
+#             left, the long sweep runs last, and a check that ran out says so
+#
+# The checks, in order: detect (nvidia-smi, the node's torch), unit (GoogleTests *Gpu.*: CUDA
+# events, CUDA memory), mpi (the MPI GoogleTests *Gpu.*: NCCL backend, watchdog abort, NCCL
+# training, CUDA graphs), selftest, probe (NCCL), mfu (tests/gpu/mfu_matmul.yaml and
+# tests/analysis/test_mfu_gpu.py), sweep (tests/gpu/gpu_verify.yaml: bf16, channels-last,
+# batch auto to a real out-of-memory error, CUDA graphs, accuracy validation), aoti
+# (docs/examples/own_model/aoti exported for CUDA and run on the GPU).
+# LibTorch, CUDA and NCCL come from the node's PyTorch (python3, or $SCALEBENCH_NODE_PYTHON),
+# which must be the version prebuild.sh built against (kit.txt says which; checked).
+# Exit status: 0 when every check passed, 1 when one failed, 2 for bad usage.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+[[ $# -ge 2 ]] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+kit="$(realpath "$1")"
+out="$(realpath -m "$2")"
+budget="${3:-540}"
+python="${SCALEBENCH_NODE_PYTHON:-python3}"
+start=$SECONDS
+mkdir -p "$out"
+log="$out/checks.log"
+summary="$out/summary.md"
+: >"$log"
+failed=0
+# shellcheck source=tests/gpu/prefix.sh
+source "$here/prefix.sh"
+
+say() { echo "$*" | tee -a "$log"; }
+row() { echo "| $1 | $2 | $3 | $4 |" >>"$summary"; }
+
+# check <name> <limit s> <function>: runs the function (exported, in a child bash) under the smaller of its limit and the
+# budget left, its output into the log, and records a summary row (figures: the last line
+# the command printed that starts with "FIGURE ").
+check() {
+  local name="$1" limit="$2" function="$3" left rc t0 figures
+  left=$((budget - (SECONDS - start) - 10))
+  ((left < limit)) && limit=$left
+  if ((limit < 15)); then
+    row "$name" "not run" 0 "no time left in the budget of ${budget} s"
+    failed=1
+    return
+  fi
+  say ""
+  say "==== $name (limit ${limit} s): $function"
+  t0=$SECONDS
+  timeout --kill-after=10 "$limit" bash -o pipefail -c "$function" >>"$log" 2>&1
+  rc=$?
+  figures="$(grep '^FIGURE ' "$log" | tail -n 1 | cut -c8-)"
+  sed -i 's/^FIGURE /figure: /' "$log"
+  local result=passed
+  ((rc == 124 || rc == 137)) && result="ran out of time"
+  ((rc != 0 && rc != 124 && rc != 137)) && result="failed (exit $rc)"
+  ((rc != 0)) && failed=1
+  say "==== $name: $result in $((SECONDS - t0)) s"
+  row "$name" "$result" "$((SECONDS - t0))" "${figures:--}"
+}
+
+# ---- the environment: the kit's Debian prefix, the node's LibTorch, CUDA and NCCL ------------
+tar -xJf "$kit/kit.tar.xz" -C "$out" || { echo "cannot unpack $kit/kit.tar.xz" >&2; exit 2; }
+bin="$out/kit/bin"
+export_prefix_env "$out/kit/prefix"
+node_libs="$("$python" - <<'EOF'
+import glob, os, torch
+site = os.path.dirname(os.path.dirname(torch.__file__))
+dirs = [os.path.join(os.path.dirname(torch.__file__), "lib")]
+dirs += sorted(d for d in glob.glob(os.path.join(site, "nvidia", "**", "lib"), recursive=True))
+print(":".join(dirs))
+EOF
+)" || { echo "$python cannot import torch" >&2; exit 2; }
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$node_libs"
+export SCALEBENCH_PYTHON="$python" PYTHONPATH="$repo/analysis:$repo/protocol/client${PYTHONPATH:+:$PYTHONPATH}"
+export SCALEBENCH_RUN_SUMMARY=0 PYTHONUNBUFFERED=1
+
+{
+  echo "# scalebench GPU checks ($(date -u +%FT%TZ))"
+  echo
+  echo "kit: $(tr '\n' ' ' <"$kit/kit.txt")"
+  echo
+  echo "| check | result | seconds | figures |"
+  echo "|---|---|---|---|"
+} >"$summary"
+
+detect() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || return 1
+  "$python" -c 'import torch; assert torch.cuda.is_available(); print(f"FIGURE torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}, driver", end=" ")'
+  nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1
+  local want got
+  want="$(sed -n 's/^torch //p' "$kit/kit.txt")"
+  got="$("$python" -c 'import torch; print(torch.__version__)')"
+  [[ $got == "$want"* ]] || { echo "the kit was built against torch $want, this node has $got: run prebuild.sh --torch ${got%%+*}"; return 1; }
+  local file lines missing=""
+  while IFS= read -r -d '' file; do
+    [[ $(od -An -c -N4 "$file" | tr -d ' ') == 177ELF ]] || continue
+    lines="$(ldd "$file" 2>&1 | grep 'not found' | sed "s|^|$file: |")"
+    [[ -z $lines ]] || missing+="$lines"$'\n'
+  done < <(find "$bin" "$out/kit/prefix/usr" -path "$out/kit/prefix/usr/share" -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print0)
+  [[ -z $missing ]] || { echo "$missing"; return 1; }
+  echo "ldd: every binary and library of the kit finds what it needs"
+}
+
+gtests() {
+  local rc=0 binary
+  "$bin/worker_unit_tests" --gtest_filter='*Gpu.*' || rc=1
+  for binary in collective_backend_test mpi_workload_test; do
+    mpirun -np 2 "$bin/$binary" --gtest_filter='*Gpu.*' || rc=1
+  done
+  echo "FIGURE $(grep -c '^\[       OK \]' "$log") OK, $(grep -c '^\[  SKIPPED \]' "$log") skipped, $(grep -c '^\[  FAILED  \]' "$log") failed (counted over the log so far)"
+  return $rc
+}
+
+selftest() {
+  mpirun -np 2 "$bin/scalebench" selftest | tee "$out/selftest.out"
+  local rc=${PIPESTATUS[0]}
+  echo "FIGURE $(grep -E '^selftest:' "$out/selftest.out")"
+  return "$rc"
+}
+
+probe() {
+  mpirun -np 2 "$bin/scalebench" probe -o "$out/probe.h5" | tee "$out/probe.out"
+  local rc=${PIPESTATUS[0]}
+  echo "FIGURE $(grep -c WRONG "$out/probe.out") wrong; largest allreduce: $(grep -E '^ *allreduce' "$out/probe.out" | tail -n 1 | tr -s ' ')"
+  return "$rc"
+}
+
+mfu_check() {
+  mpirun -np 2 "$bin/scalebench" run "$repo/tests/gpu/mfu_matmul.yaml" -o "$out/mfu.h5" --force || return 1
+  "$python" -m scalebench_analysis analyze "$out/mfu.h5" --details | tail -n 40
+  SCALEBENCH_GPU_MFU_FILE="$out/mfu.h5" "$python" -m pytest -q -s -p no:cacheprovider \
+    "$repo/tests/analysis/test_mfu_gpu.py" | tee "$out/mfu.out"
+  local rc=${PIPESTATUS[0]}
+  echo "FIGURE $(grep -E '^(infer|train):' "$out/mfu.out" | paste -sd';' -)"
+  return "$rc"
+}
+
+sweep() {
+  "$bin/scalebench" validate "$repo/tests/gpu/gpu_verify.yaml" || return 1
+  mpirun -np 2 "$bin/scalebench" run "$repo/tests/gpu/gpu_verify.yaml" -o "$out/sweep.h5" --force
+  local rc=$?
+  "$bin/scalebench" info "$out/sweep.h5" | tee "$out/sweep.info"
+  "$python" -m scalebench_analysis analyze "$out/sweep.h5" --details | tail -n 60
+  echo "FIGURE $(grep -cE ' ok *$' "$out/sweep.info") ok cell rows; exit $rc"
+  return "$rc"
+}
+
+# aoti: docs/examples/own_model/aoti on the GPU: the module exported for CUDA as an AOTInductor
+# package (dynamic batch), as TorchScript, and as a batch-4 package; inference at batches 4
+# and 8 on one GPU. Expected: the two dynamic ones ok with output checksums equal to 1e-3, the
+# batch-4 package refusing batch 8 naming its exported shape (the run exits 1 for that cell).
+aoti() {
+  local demo="$out/aoti" example="$repo/docs/examples/own_model/aoti"
+  rm -rf "$demo" && mkdir -p "$demo" && cp "$example/net.py" "$demo/" || return 1
+  sed -e 's/device: cpu, backend: mpi/device: cuda, backend: nccl/' -e 's/world_sizes: \[1, 2\]/world_sizes: [1]/' \
+    "$example/matrix.yaml" >"$demo/matrix.yaml"
+  (cd "$demo" && "$python" -W ignore -m scalebench_client.export --factory net:build \
+    --input-shape 3 32 32 --device cuda --aoti build/net.pt2 --torchscript build/net.pt &&
+    "$python" -W ignore -m scalebench_client.export --factory net:build --input-shape 3 32 32 \
+      --device cuda --aoti build/net-b4.pt2 --batch 4 --static-batch) || return 1
+  mpirun -np 2 "$bin/scalebench" run "$demo/matrix.yaml" -o "$out/aoti.h5" --force
+  "$bin/scalebench" info "$out/aoti.h5" | tee "$demo/info"
+  "$python" - "$out/aoti.h5" <<'PY'
+import json, sys, h5py
+def text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+cells = {}
+with h5py.File(sys.argv[1]) as f:
+    for cell in f["cells"].values():
+        spec = json.loads(text(cell.attrs["spec"]))
+        names = json.loads(text(cell["rank_metrics"].attrs["names"])) if "rank_metrics" in cell else []
+        metrics = dict(zip(names, cell["rank_metrics"][0])) if names else {}
+        cells[(spec["experiment"], spec["batch_size"])] = (text(cell.attrs["status"]), text(cell.attrs["reason"]), metrics)
+for key, (status, reason, metrics) in sorted(cells.items()):
+    print(key, status, reason[:160], {k: v for k, v in metrics.items() if "checksum" in k})
+ok = all(cells[(e, b)][0] == "ok" for e in ("aoti", "torchscript") for b in (4, 8))
+def close(b):  # float32 rounding of different kernels (Triton vs cuDNN): 1e-3 relative
+    a, t = cells[("aoti", b)][2].get("output_checksum"), cells[("torchscript", b)][2].get("output_checksum")
+    return a is not None and t is not None and abs(a - t) <= 1e-3 * max(1.0, abs(t))
+same = all(close(b) for b in (4, 8))
+refused = cells[("aoti-batch4", 8)][0] == "failed" and "exported shape [4, 3, 32, 32]" in cells[("aoti-batch4", 8)][1]
+print(f"FIGURE dynamic package and TorchScript ok: {ok}; output checksums within 1e-3: {same}; batch-4 package refuses batch 8: {refused}")
+sys.exit(0 if ok and same and refused else 1)
+PY
+}
+
+export -f detect gtests selftest probe mfu_check sweep aoti
+export kit out log bin python repo
+check detect 60 detect
+if grep -q '^| detect | passed' "$summary"; then
+  check unit-and-mpi-tests 180 gtests
+  check selftest 120 selftest
+  check probe 120 probe
+  check mfu 120 mfu_check
+  check sweep 300 sweep
+  check aoti 180 aoti
+fi
+say ""
+say "total $((SECONDS - start)) s of the budget of ${budget} s"
+cat "$summary"
+exit "$failed"
