@@ -1,6 +1,7 @@
 // The `scalebench` executable: dispatches to the command implementations, with the
 // LibTorch worker as the CellRunner of `scalebench run`.
 #include "orchestrator/cli.h"
+#include "worker/aoti_model.h"
 #include "worker/collective_probe.h"
 #include "worker/self_test.h"
 #include "worker/torch_cell_runner.h"
@@ -9,6 +10,6 @@
 int main(int argc, char** argv) {
   const scalebench::WorkerFactory worker{
       scalebench::make_torch_cell_runner, scalebench::library_versions,
-      scalebench::make_collective_probe, scalebench::make_self_test};
+      scalebench::make_collective_probe, scalebench::make_self_test, scalebench::aoti_available};
   return scalebench::run_cli(argc, argv, worker);
 }

@@ -17,7 +17,7 @@ int run_cli(int argc, char** argv, const WorkerFactory& worker) {
   app.set_version_flag("--version", std::string(build_info::kVersion));
   app.require_subcommand(1);
   int exit_status = kExitOk;
-  add_validate_command(app, exit_status);
+  add_validate_command(app, exit_status, worker);
   add_schema_command(app, exit_status);
   add_plan_command(app, exit_status);
   add_submit_command(app, exit_status);

@@ -40,8 +40,8 @@ void print_table(const nlohmann::json& overview, std::ostream& out) {
       if (warning.is_string()) out << "# " << warning.get<std::string>() << "\n";
     }
   }
-  out << format_summary_table(summary_rows(overview)) << format_series_table(overview)
-      << format_damage(overview);
+  out << format_summary_table(summary_rows(overview)) << format_mfu(overview)
+      << format_series_table(overview) << format_damage(overview);
 }
 
 bool has_damage(const nlohmann::json& overview) {

@@ -2,6 +2,7 @@
 // `scalebench schema matrix|experiment`: the complete JSON Schema it checks against.
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/matrix/matrix.h"
@@ -12,14 +13,44 @@
 
 namespace scalebench {
 
-void add_validate_command(CLI::App& app, int& exit_status) {
+namespace {
+
+/// A warning when the matrix has AOTInductor cells and this build cannot load packages
+/// (its worker would fail each of them at run time); "" otherwise.
+std::string aoti_loader_warning(const ExpandedMatrix& matrix, const WorkerFactory& worker) {
+  if (!worker.aoti_loader_available || worker.aoti_loader_available()) return "";
+  std::set<std::string> experiments;
+  size_t cells = 0;
+  for (const auto& cell : matrix.cells) {
+    if (cell.model.aoti.empty()) continue;
+    experiments.insert(cell.experiment);
+    ++cells;
+  }
+  if (cells == 0) return "";
+  std::string names;
+  for (const auto& name : experiments) names += (names.empty() ? "" : ", ") + name;
+  const std::string torch = worker.library_versions ? worker.library_versions()["torch"] : "";
+  return "warning: this build's LibTorch" + (torch.empty() ? "" : " " + torch) +
+         " has no AOTInductor package loader (torch/csrc/inductor/aoti_package, LibTorch 2.6 or "
+         "newer), so the " +
+         std::to_string(cells) + " cell(s) with model {aoti: ...} (experiment " + names +
+         ") will fail: rebuild scalebench against a newer torch (setup.sh), or export "
+         "TorchScript instead (python -m scalebench_client.export --torchscript)";
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app, int& exit_status, const WorkerFactory& worker) {
   auto* command = app.add_subcommand(
       "validate", "Check a matrix file (YAML or CytoDL CSV) and count its cells; runs nothing");
   auto options = std::make_shared<MatrixArguments>();
   add_matrix_arguments(command, *options);
-  command->callback([options, &exit_status] {
+  command->callback([options, &exit_status, worker] {
     const ExpandedMatrix matrix = load_matrix(options->matrix_path, options->limits());
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
+    if (const auto warning = aoti_loader_warning(matrix, worker); !warning.empty()) {
+      std::cerr << wrap_words(warning, "", "  ");
+    }
     std::cout << wrap_words(options->matrix_path + ": OK, " + summarize(matrix), "", "  ");
     exit_status = kExitOk;
   });

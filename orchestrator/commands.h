@@ -12,7 +12,7 @@
 
 namespace scalebench {
 
-void add_validate_command(CLI::App& app, int& exit_status);
+void add_validate_command(CLI::App& app, int& exit_status, const WorkerFactory& worker);
 void add_schema_command(CLI::App& app, int& exit_status);
 void add_plan_command(CLI::App& app, int& exit_status);
 void add_submit_command(CLI::App& app, int& exit_status);

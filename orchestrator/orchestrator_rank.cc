@@ -168,7 +168,8 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
       store.set_end_time(iso8601_utc_now());
     });
     status = final_exit_status(prepared, outcome);
-    std::cout << format_summary_table(summary_rows(overview)) << format_series_table(overview)
+    std::cout << format_summary_table(summary_rows(overview))
+              << format_mfu(overview, /*achieved_only_rows=*/false) << format_series_table(overview)
               << std::flush;
     print_the_answer(options);
   } catch (const Error& e) {

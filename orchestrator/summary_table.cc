@@ -7,8 +7,10 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/cell/cell_spec.h"
 #include "common/cell/repetition_stats.h"
 #include "common/results/cells.h"
+#include "common/results/model_flops.h"
 #include "common/results/overview.h"
 #include "orchestrator/console_text.h"
 
@@ -17,9 +19,25 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+/// The label's part after "/w<world>/" without its "/rep<k>" ("bf16/channels_last=true"); the
+/// stored precision where the spec cannot be read back (a damaged or older file).
+std::string variant_of(const nlohmann::json& spec) {
+  try {
+    const std::string label = cell_label(cell_spec_from_json(spec));
+    const std::string world = "/w" + std::to_string(spec.at("world_size").get<long long>()) + "/";
+    const size_t at = label.find(world);
+    std::string variant = at == std::string::npos ? "" : label.substr(at + world.size());
+    if (const size_t rep = variant.rfind("/rep"); rep != std::string::npos) variant.resize(rep);
+    return variant;
+  } catch (const std::exception&) {
+    return overview_text(spec, "precision");
+  }
+}
+
 SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   SummaryRow row;
   const nlohmann::json spec = overview_json(cell.value("spec", nlohmann::json::object()));
+  row.variant = variant_of(spec);
   row.cell_id = id.empty() ? overview_text(cell, "cell_id") : id;
   row.branch = overview_text(spec, "branch");
   row.experiment = overview_text(spec, "experiment");
@@ -100,9 +118,10 @@ std::vector<SummaryRow> summary_rows(const nlohmann::json& overview) {
     for (const auto& cell : cells) rows.push_back(row_of("", cell));
   }
   std::sort(rows.begin(), rows.end(), [](const SummaryRow& a, const SummaryRow& b) {
-    return std::tie(a.branch, a.experiment, a.mode, a.world_size, a.batch_size, a.repetition,
-                    a.cell_id) < std::tie(b.branch, b.experiment, b.mode, b.world_size,
-                                          b.batch_size, b.repetition, b.cell_id);
+    return std::tie(a.branch, a.experiment, a.mode, a.world_size, a.batch_size, a.variant,
+                    a.repetition, a.cell_id) < std::tie(b.branch, b.experiment, b.mode,
+                                                        b.world_size, b.batch_size, b.variant,
+                                                        b.repetition, b.cell_id);
   });
   return rows;
 }
@@ -129,6 +148,18 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
                      fixed(row.median_s * 1e3, 3), fixed(row.throughput_samples_per_s, 1),
                      row.valid ? (*row.valid ? "1" : "0") : "-",
                      row.accuracy.empty() ? "-" : row.accuracy, row.status});
+  }
+  // A column "variant" (precision and settings) only where a cell is not plain fp32: tables
+  // of one precision and no switches keep their shape.
+  if (std::any_of(rows.begin(), rows.end(),
+                  [](const auto& row) { return !row.variant.empty() && row.variant != "fp32"; })) {
+    constexpr size_t kVariantColumn = 5;  // after "world"
+    header.insert(header.begin() + kVariantColumn, "variant");
+    units.insert(units.begin() + kVariantColumn, "");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      table[i].insert(table[i].begin() + kVariantColumn,
+                      rows[i].variant.empty() ? "-" : rows[i].variant);
+    }
   }
   // Note [Repetitions]: a column "rep" (k/N) only when some cell is repeated.
   if (std::any_of(rows.begin(), rows.end(), [](const auto& row) { return row.repetitions > 1; })) {
@@ -214,6 +245,17 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
     }
     if (const auto accuracy = source.value("accuracy", nlohmann::json()); accuracy.is_object()) {
       cell["accuracy"] = accuracy;  // Note [Accuracy validation]
+    }
+    if (const auto flops = cell_flops(source)) {
+      auto optional = [](const std::optional<double>& v, double scale) {
+        return v ? nlohmann::json(*v / scale) : nlohmann::json(nullptr);
+      };
+      cell["mfu"] = {{"device", flops->device},
+                     {"precision_used", flops->precision_used},
+                     {"flops_per_sample", flops->flops_per_sample},
+                     {"achieved_tflops", flops->achieved_flops / 1e12},
+                     {"peak_tflops", optional(flops->peak_flops, 1e12)},
+                     {"mfu", optional(flops->mfu, 1.0)}};
     }
     cells.push_back(std::move(cell));
   }
@@ -305,6 +347,40 @@ std::string format_damage(const nlohmann::json& overview) {
            (problem.is_string() ? problem.get<std::string>() : problem.dump()) + "\n";
   }
   return out;
+}
+
+std::string format_mfu(const nlohmann::json& overview, bool achieved_only_rows) {
+  const auto cells = overview.value("cells", nlohmann::json::object());
+  if (!cells.is_object()) return "";
+  std::vector<std::pair<std::string, CellFlops>> rows;
+  for (const auto& [id, cell] : cells.items()) {
+    const auto flops = cell_flops(cell);
+    if (!flops || (!flops->mfu && !achieved_only_rows)) continue;
+    std::string label = id;
+    try {
+      label = cell_label(cell_spec_from_json(overview_json(cell.value("spec", nlohmann::json()))));
+    } catch (const std::exception&) {
+      // a spec that cannot be read back: the id names the cell
+    }
+    rows.emplace_back(label, *flops);
+  }
+  if (rows.empty()) return "";
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::ostringstream out;
+  out << "# MFU: model FLOP/s over the dense peak of the GPU at the precision used "
+         "(docs/metrics.md#mfu)\n";
+  for (const auto& [label, f] : rows) {
+    out << "#   " << label << "  " << (f.device.empty() ? "-" : f.device) << " " << f.precision_used
+        << ": " << fixed(f.achieved_flops / 1e12, 2) << " TFLOP/s";
+    if (f.mfu) {
+      out << " of " << fixed(*f.peak_flops / 1e12, 1) << ", MFU " << fixed(*f.mfu, 3);
+    } else {
+      out << " (no peak for this device: achieved FLOP/s only)";
+    }
+    out << "\n";
+  }
+  return out.str();
 }
 
 }  // namespace scalebench

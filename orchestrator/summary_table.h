@@ -22,7 +22,10 @@ struct SummaryRow {
   long long world_size = 0;
   long long repetition = 0;   ///< Note [Repetitions]: which run of the cell
   long long repetitions = 1;  ///< runs of the cell the matrix asked for
-  std::string metric;         ///< "step" (train) or "batch" (infer); "" without a summary
+  /// The precision and the non-default settings of the cell's label ("bf16",
+  /// "fp32/channels_last=true"): what tells apart cells of one experiment, mode and batch.
+  std::string variant;
+  std::string metric;  ///< "step" (train) or "batch" (infer); "" without a summary
   double median_s = 0.0;
   double throughput_samples_per_s = 0.0;
   std::optional<bool> valid;  ///< nullopt without a summary
@@ -64,5 +67,11 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
 /// One '#' line per damaged part of an overview: "# damaged cell <id>: <problem>" and
 /// "# damaged: <problem>" for the root; "" when there is none. Pure.
 std::string format_damage(const nlohmann::json& overview);
+
+/// "# MFU ..." lines, one per cell whose model FLOPs are known (common/results/model_flops.h):
+/// achieved TFLOP/s, and on a GPU of the peak table its peak and MFU; "" when no cell has
+/// FLOPs. Without `achieved_only_rows`, cells with no MFU (a CPU, an unknown GPU) are left
+/// out (the end of `scalebench run`; `info` shows them all).
+std::string format_mfu(const nlohmann::json& overview, bool achieved_only_rows = true);
 
 }  // namespace scalebench

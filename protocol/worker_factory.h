@@ -23,6 +23,10 @@ struct WorkerFactory {
   std::function<std::unique_ptr<CollectiveProbe>()> make_probe;
   /// Makes this rank's SelfTest (`scalebench selftest`); empty like make_probe.
   std::function<std::unique_ptr<SelfTest>()> make_self_test;
+  /// Whether this build's LibTorch has the AOTInductor package loader (LibTorch 2.6 or
+  /// newer): `validate` warns about `model: {aoti: ...}` cells when it has not. Empty:
+  /// unknown (builds and tests without the worker library), no warning.
+  std::function<bool()> aoti_loader_available;
 };
 
 }  // namespace scalebench

@@ -4,6 +4,8 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 
 namespace scalebench {
 
@@ -44,6 +46,23 @@ int64_t numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
+/// An uninitialised tensor [count, shape...] of `dtype` in memory of its own (malloc), not
+/// from c10's CPU allocator: the pool is the data's cache, not memory the model allocates,
+/// so Note [Counting CPU allocations] (a CPU cell's memory budget) never counts it. Its
+/// pages are committed as samples are drawn.
+torch::Tensor untracked_rows(int64_t count, const std::vector<int64_t>& shape,
+                             torch::ScalarType dtype) {
+  std::vector<int64_t> sizes = {count};
+  sizes.insert(sizes.end(), shape.begin(), shape.end());
+  const auto bytes = static_cast<size_t>(numel(sizes)) * c10::elementSize(dtype);
+  void* memory = std::malloc(std::max<size_t>(bytes, 1));
+  if (memory == nullptr) {
+    throw std::bad_alloc();
+  }
+  return torch::from_blob(
+      memory, sizes, [](void* data) { std::free(data); }, torch::TensorOptions().dtype(dtype));
+}
+
 }  // namespace
 
 SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_shape,
@@ -68,9 +87,9 @@ SyntheticData::SyntheticData(const ModelInfo& model, const std::vector<int64_t>&
 void SyntheticData::fill(const std::vector<int64_t>& slots) const {
   const bool values = targets_.is_float();
   if (!pool_inputs_.defined()) {
-    pool_inputs_ = allocate_rows(pool_size_, input_shape_, model_.input_dtype, false);
+    pool_inputs_ = untracked_rows(pool_size_, input_shape_, model_.input_dtype);
     pool_targets_ =
-        allocate_rows(pool_size_, target_shape_, values ? torch::kFloat32 : torch::kInt64, false);
+        untracked_rows(pool_size_, target_shape_, values ? torch::kFloat32 : torch::kInt64);
     drawn_.assign(static_cast<size_t>(pool_size_), false);
   }
   std::vector<int64_t> missing;

@@ -73,8 +73,9 @@ class SyntheticData : public BatchSource {
   uint64_t seed_;
   bool pin_memory_;
   int64_t pool_size_;
-  // The pool, allocated at the first batch (its pages are touched only as samples are
-  // drawn); `drawn_[j]` says whether sample j is. Mutable: a cache behind a const batch.
+  // The pool, allocated at the first batch outside c10's allocator (a CPU memory budget
+  // does not count it; its pages are touched only as samples are drawn); `drawn_[j]` says
+  // whether sample j is. Mutable: a cache behind a const batch.
   mutable torch::Tensor pool_inputs_;
   mutable torch::Tensor pool_targets_;
   mutable std::vector<bool> drawn_;

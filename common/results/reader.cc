@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <fstream>
 #include <optional>
 
@@ -90,6 +91,52 @@ void check_spec(const std::string& id, const std::string& text) {
   }
 }
 
+/// MFU's inputs (common/results/model_flops.h) into `out`: `model_flops` (the median over
+/// ranks of each FLOPs metric the ranks reported) and `device_name` (the first rank's
+/// device). Optional figures: a cell without them, or damaged there, only has no MFU.
+void read_model_flops(hid_t cell, nlohmann::json& out) {
+  out["model_flops"] = nlohmann::json::object();
+  out["device_name"] = "";
+  try {
+    if (h5::has_link(cell, "rank_metrics")) {
+      const auto dims = h5::dataset_dims(cell, "rank_metrics");
+      const auto values = h5::read_double_dataset(cell, "rank_metrics");
+      const Hdf5Handle dataset =
+          own_dataset(HDF5_CHECK(H5Dopen2(cell, "rank_metrics", H5P_DEFAULT)));
+      const auto names = nlohmann::json::parse(h5::read_string_attribute(dataset, "names"))
+                             .get<std::vector<std::string>>();
+      const size_t ranks = dims.size() == 2 ? dims[0] : 0;
+      if (dims.size() == 2 && dims[1] == names.size() && values.size() == ranks * names.size()) {
+        for (size_t m = 0; m < names.size(); ++m) {
+          if (names[m] != "flops_per_sample" && names[m] != "train_flops_per_sample") continue;
+          std::vector<double> column;
+          for (size_t g = 0; g < ranks; ++g) {
+            const double value = values[g * names.size() + m];
+            if (!std::isnan(value)) column.push_back(value);
+          }
+          if (column.empty()) continue;
+          std::sort(column.begin(), column.end());
+          const size_t n = column.size();
+          out["model_flops"][names[m]] =
+              n % 2 == 1 ? column[n / 2] : 0.5 * (column[n / 2 - 1] + column[n / 2]);
+        }
+      }
+    }
+    if (h5::has_link(cell, "rank_devices")) {
+      for (const auto& device : h5::read_string_dataset(cell, "rank_devices")) {
+        if (!device.empty()) {
+          out["device_name"] = device;
+          break;
+        }
+      }
+    }
+  } catch (const std::exception&) {
+    H5Eclear2(H5E_DEFAULT);
+    out["model_flops"] = nlohmann::json::object();
+    out["device_name"] = "";
+  }
+}
+
 nlohmann::json read_cell(hid_t cells, const std::string& id) {
   std::optional<Hdf5Handle> cell;
   try {
@@ -145,6 +192,7 @@ nlohmann::json read_cell(hid_t cells, const std::string& id) {
     }
   }
   if (out["accuracy"].is_object()) parse_json_member(out["accuracy"], "failed_checks");
+  read_model_flops(*cell, out);
   return out;
 }
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -102,3 +105,28 @@ def test_analyze_shows_the_section_and_reads_the_users_table(planted, tmp_path):
     bad.write_text("{")
     refused = run_cli("analyze", path, "--peak-flops", str(bad))
     assert refused.returncode == 2 and "--peak-flops" in refused.stderr
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SCALEBENCH_BUILD_DIR"), reason="needs SCALEBENCH_BUILD_DIR (a build)"
+)
+def test_scalebench_info_shows_the_analysis_mfu(planted):
+    """`scalebench info` (C++, the same peak table compiled in) gives the analysis's figures."""
+    path, train, infer = planted
+    binary = str(Path(os.environ["SCALEBENCH_BUILD_DIR"]) / "bin" / "scalebench")
+    shown = subprocess.run(
+        [binary, "info", path, "--format", "json"], capture_output=True, text=True
+    )
+    cells = {c["cell_id"]: c for c in json.loads(shown.stdout)["cells"]}
+    table = mfu.mfu_table(load(path)).set_index("cell_id")
+    gpu = cells[train.cell_id]["mfu"]
+    assert gpu["device"] == "NVIDIA H100 80GB HBM3" and gpu["precision_used"] == "bf16"
+    assert gpu["achieved_tflops"] == pytest.approx(table.loc[train.cell_id].achieved_tflops)
+    assert gpu["peak_tflops"] == pytest.approx(table.loc[train.cell_id].peak_tflops)
+    assert gpu["mfu"] == pytest.approx(table.loc[train.cell_id].mfu)
+    cpu = cells[infer.cell_id]["mfu"]
+    assert cpu["achieved_tflops"] == pytest.approx(table.loc[infer.cell_id].achieved_tflops)
+    assert cpu["mfu"] is None and cpu["peak_tflops"] is None
+    text = subprocess.run([binary, "info", path], capture_output=True, text=True).stdout
+    assert "# MFU: model FLOP/s over the dense peak" in text
+    assert f"NVIDIA H100 80GB HBM3 bf16: {gpu['achieved_tflops']:.2f} TFLOP/s" in text

@@ -86,4 +86,6 @@ export_prefix_env() {
   export OMPI_MCA_plm=isolated
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_rmaps_base_oversubscribe=1
+  # A node without zlib for PMIx (seen on a GPU node) would print a page of advice per run.
+  export PMIX_MCA_pcompress_base_silence_warning=1
 }

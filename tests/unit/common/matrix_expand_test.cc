@@ -8,8 +8,10 @@
 #include <string>
 
 #include "common/base/build_info.h"
+#include "common/base/diagnostics.h"
 #include "common/base/error.h"
 #include "common/cell/zoo_names.h"
+#include "common/matrix/csv.h"
 #include "common/matrix/matrix.h"
 
 namespace scalebench {
@@ -255,11 +257,27 @@ TEST(MatrixCsvTest, TrainTaskFileMapsColumns) {
   EXPECT_EQ(first.world_size, 1);
   EXPECT_EQ(first.mode, Mode::kTrain);
   EXPECT_EQ(first.precision, Precision::kFp32);
-  EXPECT_NE(first.source.find("cytodl_train.csv:2"), std::string::npos);
+  EXPECT_NE(first.source.find("cytodl_train.csv:3"), std::string::npos) << "after the comment";
   const auto& last = m.cells[3];  // quoted, comma-separated overrides
   EXPECT_EQ(last.precision, Precision::kBf16);
   EXPECT_EQ(last.world_size, 2);
   EXPECT_EQ(last.seed, 1U);
+}
+
+TEST(MatrixCsvTest, CommentLinesAreSkippedAndQuotedHashesAreFields) {
+  const std::string text =
+      "# needs a CytoDL clone\n"
+      "branch,experiment,trainer,max_epochs,batch_size,overrides\n"
+      "# the baseline\n"
+      "main,im2im/segmentation,cpu,2,4,\n"
+      "\"#hash\",im2im/segmentation,cpu,2,4,\n";
+  Diagnostics diagnostics;
+  const auto records = parse_csv(text, "tasks.csv", diagnostics);
+  EXPECT_FALSE(diagnostics.has_errors());
+  ASSERT_EQ(records.size(), 3U);
+  EXPECT_EQ(records[0].line, 2);
+  EXPECT_EQ(records[1].line, 4);
+  EXPECT_EQ(records[2].fields[0].value, "#hash");
 }
 
 TEST(MatrixCsvTest, InferenceTaskFileMapsColumns) {

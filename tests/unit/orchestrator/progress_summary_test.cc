@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/cell/cell_spec.h"
 #include "common/matrix/matrix.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/progress.h"
@@ -140,6 +141,33 @@ TEST(FormatSummaryTable, NcclTestsStyle) {
       "# Cells: 2, 1 failed, 1 ok\n"
       "#  aaaa failed: shape mismatch\n";
   EXPECT_EQ(table, expected);
+}
+
+// Cells of one experiment, mode and batch that differ in precision or a switch are told
+// apart by a "variant" column (the label's precision and settings), shown only then.
+TEST(FormatSummaryTable, AVariantColumnTellsPrecisionsAndSwitchesApart) {
+  CellSpec fp32;
+  fp32.experiment = "resnet50-check";
+  fp32.mode = Mode::kInfer;
+  fp32.batch_size = 64;
+  fp32.world_size = 1;
+  CellSpec bf16 = fp32;
+  bf16.precision = Precision::kBf16;
+  bf16.channels_last = true;
+  bf16.label_settings = {"channels_last"};
+  nlohmann::json overview = {{"cells", nlohmann::json::object()}};
+  overview["cells"]["a"] = {{"spec", to_json(fp32)}, {"status", "ok"}};
+  overview["cells"]["b"] = {{"spec", to_json(bf16)}, {"status", "ok"}};
+  const auto rows = summary_rows(overview);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].variant, "bf16/channels_last=true");
+  EXPECT_EQ(rows[1].variant, "fp32");
+  const std::string table = format_summary_table(rows);
+  EXPECT_NE(table.find("  world                  variant  metric"), std::string::npos) << table;
+  EXPECT_NE(table.find("      1  bf16/channels_last=true       -"), std::string::npos) << table;
+  EXPECT_EQ(format_summary_table(summary_rows(overview_fixture())).find("variant"),
+            std::string::npos)
+      << "fp32 only: no column";
 }
 
 // Note [CPU oversubscription]: one warning line naming the worst cell.

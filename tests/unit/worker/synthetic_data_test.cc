@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include "worker/cpu_allocation_counter.h"
+
 namespace scalebench {
 namespace {
 
@@ -92,6 +94,20 @@ TEST(SyntheticData, TheStreamRepeatsWithThePoolsPeriod) {
   info.make_sample(input, target, 10, generator);
   EXPECT_TRUE(torch::equal(head.inputs[2], input));
   EXPECT_TRUE(torch::equal(head.targets[2], target));
+}
+
+// The pool is the data's cache: a CPU cell's memory budget (Note [Counting CPU allocations])
+// counts the batch it is given, never the pool behind it.
+TEST(SyntheticData, ThePoolIsNotCountedAsTheCellsMemory) {
+  start_counting_cpu_allocations();
+  const int64_t before = current_counted_cpu_bytes();
+  {
+    const SyntheticData data(find_model("mlp"), {16}, 10, 1, /*pin_memory=*/false);
+    const HostBatch batch = data.make_batch({0, 4});
+    EXPECT_EQ(data.pool_size() * (16 * 4 + 8), 65536 * 72) << "a 4.5 MiB pool";
+    EXPECT_LT(current_counted_cpu_bytes() - before, 64 << 10) << "the batch alone is counted";
+  }
+  stop_counting_cpu_allocations();
 }
 
 TEST(SyntheticData, ShapesOfBatches) {

@@ -1,0 +1,80 @@
+// `scalebench validate` (through run_cli, in process) warns when the matrix has AOTInductor
+// cells and the build's LibTorch has no package loader (WorkerFactory::aoti_loader_available),
+// and says nothing when it has one or when the matrix has no such cells.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "orchestrator/cli.h"
+
+namespace scalebench {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Outcome {
+  int status;
+  std::string out;
+  std::string err;
+};
+
+Outcome validate(const std::filesystem::path& matrix, const WorkerFactory& worker) {
+  std::vector<std::string> args{"scalebench", "validate", matrix.string()};
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  std::ostringstream out;
+  std::ostringstream err;
+  auto* const old_out = std::cout.rdbuf(out.rdbuf());
+  auto* const old_err = std::cerr.rdbuf(err.rdbuf());
+  const int status = run_cli(static_cast<int>(argv.size()), argv.data(), worker);
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  std::string text = err.str();  // the warning is wrapped at 100 columns: one line again
+  for (size_t at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) {
+    text.replace(at, 3, " ");
+  }
+  return {status, out.str(), text};
+}
+
+TEST(ValidateAotiLoader, AoTiCellsWithoutALoaderAreNamedAndTheFileStaysValid) {
+  const auto dir = std::filesystem::temp_directory_path() / "scalebench-validate-aoti";
+  std::filesystem::create_directories(dir);
+  const auto with_aoti = dir / "aoti.yaml";
+  std::ofstream(with_aoti) << "name: a\n"
+                              "sweep: {modes: [infer], batch_sizes: [4, 8]}\n"
+                              "experiments:\n"
+                              "  - {name: packaged, model: {aoti: net.pt2}, input_shape: [3]}\n"
+                              "  - {name: zoo, model: mlp}\n";
+  const auto zoo_only = dir / "zoo.yaml";
+  std::ofstream(zoo_only) << "name: z\nexperiments:\n  - {name: zoo, model: mlp}\n";
+
+  WorkerFactory without;
+  without.aoti_loader_available = [] { return false; };
+  without.library_versions = [] { return std::map<std::string, std::string>{{"torch", "2.5.1"}}; };
+  const Outcome refused = validate(with_aoti, without);
+  EXPECT_EQ(refused.status, 0) << refused.err;
+  EXPECT_THAT(refused.out, HasSubstr("OK, 4 cells"));
+  EXPECT_THAT(refused.err,
+              AllOf(HasSubstr("LibTorch 2.5.1 has no AOTInductor package loader"),
+                    HasSubstr("the 2 cell(s) with model {aoti: ...} (experiment packaged)"),
+                    HasSubstr("--torchscript")));
+  EXPECT_THAT(validate(zoo_only, without).err, Not(HasSubstr("AOTInductor")));
+
+  WorkerFactory with;
+  with.aoti_loader_available = [] { return true; };
+  EXPECT_THAT(validate(with_aoti, with).err, Not(HasSubstr("AOTInductor")));
+  EXPECT_THAT(validate(with_aoti, WorkerFactory{}).err, Not(HasSubstr("AOTInductor")))
+      << "unknown (no worker library): no warning";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace scalebench
