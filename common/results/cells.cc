@@ -6,7 +6,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 
+#include "common/base/error.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
 #include "common/results/provenance.h"
@@ -304,24 +306,33 @@ void write_validation_outputs(hid_t cell_group, const std::vector<RankResult>& r
   }
 }
 
-StoredValidation read_validation(hid_t cell_group) {
-  StoredValidation out;
-  if (h5::has_link(cell_group, "rank_metrics")) {
-    const auto dims = h5::dataset_dims(cell_group, "rank_metrics");
-    const auto values = h5::read_double_dataset(cell_group, "rank_metrics");
-    const Hdf5Handle dataset =
-        own_dataset(HDF5_CHECK(H5Dopen2(cell_group, "rank_metrics", H5P_DEFAULT)));
-    const auto names = nlohmann::json::parse(h5::read_string_attribute(dataset, "names"))
-                           .get<std::vector<std::string>>();
-    const size_t ranks = dims.empty() ? 0 : dims[0];
-    out.metrics.resize(ranks);
-    for (size_t g = 0; g < ranks; ++g) {
-      for (size_t m = 0; m < names.size(); ++m) {
-        const double value = values[g * names.size() + m];
-        if (!std::isnan(value)) out.metrics[g][names[m]] = value;
-      }
+std::vector<std::map<std::string, double>> read_rank_metrics(hid_t cell_group) {
+  std::vector<std::map<std::string, double>> metrics;
+  if (!h5::has_link(cell_group, "rank_metrics")) return metrics;
+  const auto dims = h5::dataset_dims(cell_group, "rank_metrics");
+  const auto values = h5::read_double_dataset(cell_group, "rank_metrics");
+  const Hdf5Handle dataset =
+      own_dataset(HDF5_CHECK(H5Dopen2(cell_group, "rank_metrics", H5P_DEFAULT)));
+  const auto names = nlohmann::json::parse(h5::read_string_attribute(dataset, "names"))
+                         .get<std::vector<std::string>>();
+  const size_t ranks = dims.empty() ? 0 : dims[0];
+  if (values.size() < ranks * names.size()) {
+    throw Error("rank_metrics holds " + std::to_string(values.size()) + " values for " +
+                std::to_string(ranks) + " ranks of " + std::to_string(names.size()) + " names");
+  }
+  metrics.resize(ranks);
+  for (size_t g = 0; g < ranks; ++g) {
+    for (size_t m = 0; m < names.size(); ++m) {
+      const double value = values[g * names.size() + m];
+      if (!std::isnan(value)) metrics[g][names[m]] = value;
     }
   }
+  return metrics;
+}
+
+StoredValidation read_validation(hid_t cell_group) {
+  StoredValidation out;
+  out.metrics = read_rank_metrics(cell_group);
   if (h5::has_link(cell_group, "accuracy")) {
     const Hdf5Handle group = own_group(HDF5_CHECK(H5Gopen2(cell_group, "accuracy", H5P_DEFAULT)));
     AccuracyReport report;

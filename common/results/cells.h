@@ -74,6 +74,10 @@ struct StoredValidation {
 };
 StoredValidation read_validation(hid_t cell_group);
 
+/// The `rank_metrics` of a stored cell: per rank, metric name -> value (NaN left out); empty
+/// when the cell has none. Throws Error where the dataset or its names are damaged.
+std::vector<std::map<std::string, double>> read_rank_metrics(hid_t cell_group);
+
 /// Writes `status`, `failed_phase`, `reason`.
 void write_status(hid_t cell_group, CellStatus status, FailurePhase phase,
                   const std::string& reason);

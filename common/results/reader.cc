@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <fstream>
 #include <optional>
 
@@ -98,29 +97,17 @@ void read_model_flops(hid_t cell, nlohmann::json& out) {
   out["model_flops"] = nlohmann::json::object();
   out["device_name"] = "";
   try {
-    if (h5::has_link(cell, "rank_metrics")) {
-      const auto dims = h5::dataset_dims(cell, "rank_metrics");
-      const auto values = h5::read_double_dataset(cell, "rank_metrics");
-      const Hdf5Handle dataset =
-          own_dataset(HDF5_CHECK(H5Dopen2(cell, "rank_metrics", H5P_DEFAULT)));
-      const auto names = nlohmann::json::parse(h5::read_string_attribute(dataset, "names"))
-                             .get<std::vector<std::string>>();
-      const size_t ranks = dims.size() == 2 ? dims[0] : 0;
-      if (dims.size() == 2 && dims[1] == names.size() && values.size() == ranks * names.size()) {
-        for (size_t m = 0; m < names.size(); ++m) {
-          if (names[m] != "flops_per_sample" && names[m] != "train_flops_per_sample") continue;
-          std::vector<double> column;
-          for (size_t g = 0; g < ranks; ++g) {
-            const double value = values[g * names.size() + m];
-            if (!std::isnan(value)) column.push_back(value);
-          }
-          if (column.empty()) continue;
-          std::sort(column.begin(), column.end());
-          const size_t n = column.size();
-          out["model_flops"][names[m]] =
-              n % 2 == 1 ? column[n / 2] : 0.5 * (column[n / 2 - 1] + column[n / 2]);
-        }
+    const auto ranks = results::read_rank_metrics(cell);
+    for (const char* name : {"flops_per_sample", "train_flops_per_sample"}) {
+      std::vector<double> column;
+      for (const auto& rank : ranks) {
+        if (const auto it = rank.find(name); it != rank.end()) column.push_back(it->second);
       }
+      if (column.empty()) continue;
+      std::sort(column.begin(), column.end());
+      const size_t n = column.size();
+      out["model_flops"][name] =
+          n % 2 == 1 ? column[n / 2] : 0.5 * (column[n / 2 - 1] + column[n / 2]);
     }
     if (h5::has_link(cell, "rank_devices")) {
       for (const auto& device : h5::read_string_dataset(cell, "rank_devices")) {

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "orchestrator/cli.h"
+#include "tests/unit/orchestrator/captured_cli.h"
 
 namespace scalebench {
 namespace {
@@ -21,14 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 
 std::pair<int, std::string> plan(const std::filesystem::path& matrix, const std::string& format) {
-  std::vector<std::string> args{"scalebench", "plan", matrix.string(), "--format", format};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  std::ostringstream out;
-  auto* const old_out = std::cout.rdbuf(out.rdbuf());
-  const int status = run_cli(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  return {status, out.str()};
+  const auto result = testing::run_captured({"plan", matrix.string(), "--format", format});
+  return {result.status, result.out};
 }
 
 TEST(PlanSweep, SweptSettingsAreColumnsAndLabels) {

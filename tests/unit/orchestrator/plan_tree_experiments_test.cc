@@ -2,15 +2,14 @@
 // branch trees: the cells of each branch come from its own configs/experiment/<name>.yaml.
 #include <gtest/gtest.h>
 
-#include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "orchestrator/cli.h"
 #include "orchestrator/commands.h"
 #include "tests/unit/common/git_test_fixture.h"
+#include "tests/unit/orchestrator/captured_cli.h"
 
 namespace scalebench {
 namespace {
@@ -19,29 +18,10 @@ using testing::FixtureRepo;
 using testing::git_in;
 using testing::write_file;
 
-struct CliResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using testing::CliResult;
 
-/// run_cli with std::cout and std::cerr captured.
-CliResult run(std::vector<std::string> args) {
-  args.insert(args.begin(), "scalebench");
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  std::ostringstream out;
-  std::ostringstream err;
-  auto* const old_out = std::cout.rdbuf(out.rdbuf());
-  auto* const old_err = std::cerr.rdbuf(err.rdbuf());
-  CliResult result;
-  result.status = run_cli(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  result.out = out.str();
-  result.err = err.str();
-  return result;
-}
+/// `scalebench <args...>`, output captured.
+CliResult run(std::vector<std::string> args) { return testing::run_captured(std::move(args)); }
 
 void commit_experiment(const std::filesystem::path& repo, const std::string& branch,
                        const std::string& text) {

@@ -6,12 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <sstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "orchestrator/cli.h"
+#include "tests/unit/orchestrator/captured_cli.h"
 
 namespace scalebench {
 namespace {
@@ -20,28 +20,15 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Outcome validate(const std::filesystem::path& matrix, const WorkerFactory& worker) {
-  std::vector<std::string> args{"scalebench", "validate", matrix.string()};
-  std::vector<char*> argv;
-  for (auto& arg : args) argv.push_back(arg.data());
-  std::ostringstream out;
-  std::ostringstream err;
-  auto* const old_out = std::cout.rdbuf(out.rdbuf());
-  auto* const old_err = std::cerr.rdbuf(err.rdbuf());
-  const int status = run_cli(static_cast<int>(argv.size()), argv.data(), worker);
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  std::string text = err.str();  // the warning is wrapped at 100 columns: one line again
-  for (size_t at = text.find("\n  "); at != std::string::npos; at = text.find("\n  ", at)) {
-    text.replace(at, 3, " ");
+/// `scalebench validate <matrix>` with `worker`; stderr unwrapped (the warning is wrapped at
+/// 100 columns: one line again).
+testing::CliResult validate(const std::filesystem::path& matrix, const WorkerFactory& worker) {
+  auto result = testing::run_captured({"validate", matrix.string()}, worker);
+  for (size_t at = result.err.find("\n  "); at != std::string::npos;
+       at = result.err.find("\n  ", at)) {
+    result.err.replace(at, 3, " ");
   }
-  return {status, out.str(), text};
+  return result;
 }
 
 TEST(ValidateAotiLoader, AoTiCellsWithoutALoaderAreNamedAndTheFileStaysValid) {
@@ -59,7 +46,7 @@ TEST(ValidateAotiLoader, AoTiCellsWithoutALoaderAreNamedAndTheFileStaysValid) {
   WorkerFactory without;
   without.aoti_loader_available = [] { return false; };
   without.library_versions = [] { return std::map<std::string, std::string>{{"torch", "2.5.1"}}; };
-  const Outcome refused = validate(with_aoti, without);
+  const auto refused = validate(with_aoti, without);
   EXPECT_EQ(refused.status, 0) << refused.err;
   EXPECT_THAT(refused.out, HasSubstr("OK, 4 cells"));
   EXPECT_THAT(refused.err,
