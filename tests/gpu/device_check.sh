@@ -5,7 +5,7 @@
 #
 #   tests/gpu/device_check.sh KIT_DIR OUT_DIR [SECONDS]
 #
-#   KIT_DIR   what prebuild.sh made: kit.tar.xz (bin/ and prefix/) and kit.txt
+#   KIT_DIR   what prebuild.sh made: kit.tar.xz (bin/ and prefix/; or kit.tar) and kit.txt
 #   OUT_DIR   summary.md, checks.log and the results files (probe.h5, sweep.h5, mfu.h5)
 #   SECONDS   the whole run's budget (default 540): each check's time limit is cut to what is
 #             left, the long sweep runs last, and a check that ran out says so
@@ -67,9 +67,11 @@ check() {
 }
 
 # ---- the environment: the kit's Debian prefix, the node's LibTorch, CUDA and NCCL ------------
-tar -xJf "$kit/kit.tar.xz" -C "$out" || { echo "cannot unpack $kit/kit.tar.xz" >&2; exit 2; }
+kit_file="$(find "$kit" -maxdepth 1 -name 'kit.tar*' -print -quit)"  # .tar.xz, or .tar
+[[ -n $kit_file ]] && tar -xf "$kit_file" -C "$out" || { echo "no kit.tar.xz in $kit to unpack (tests/gpu/prebuild.sh makes it)" >&2; exit 2; }
 bin="$out/kit/bin"
 export_prefix_env "$out/kit/prefix"
+remove_unloadable_components "$out/kit/prefix" >/dev/null  # Open MPI transports not carried
 node_libs="$("$python" - <<'EOF'
 import glob, os, torch
 site = os.path.dirname(os.path.dirname(torch.__file__))
@@ -91,10 +93,10 @@ export SCALEBENCH_RUN_SUMMARY=0 PYTHONUNBUFFERED=1
   echo "|---|---|---|---|"
 } >"$summary"
 
+# detect: the kit's torch version is the node's, every binary and library of the kit finds
+# what it needs (ldd), and a GPU is there (nvidia-smi, torch.cuda): in that order, so that a
+# machine without a GPU (tests/gpu/test_kit.sh) checks the first two.
 detect() {
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || return 1
-  "$python" -c 'import torch; assert torch.cuda.is_available(); print(f"FIGURE torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}, driver", end=" ")'
-  nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1
   local want got
   want="$(sed -n 's/^torch //p' "$kit/kit.txt")"
   got="$("$python" -c 'import torch; print(torch.__version__)')"
@@ -107,6 +109,13 @@ detect() {
   done < <(find "$bin" "$out/kit/prefix/usr" -path "$out/kit/prefix/usr/share" -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print0)
   [[ -z $missing ]] || { echo "$missing"; return 1; }
   echo "ldd: every binary and library of the kit finds what it needs"
+  if ! nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
+    ! "$python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'; then
+    echo "FIGURE no GPU (nvidia-smi fails or torch.cuda.is_available() is False)"
+    return 1
+  fi
+  "$python" -c 'import torch; print(f"FIGURE torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}, driver", end=" ")'
+  nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1
 }
 
 gtests() {

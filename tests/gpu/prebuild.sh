@@ -31,8 +31,8 @@ while [[ $# -gt 0 ]]; do
 done
 build="$repo/build/gpu"
 targets=(scalebench worker_unit_tests collective_backend_test mpi_workload_test)
-# shellcheck source=tests/gpu/prefix.sh
-source "$here/prefix.sh"
+# shellcheck source=tests/gpu/kit.sh
+source "$here/kit.sh"
 
 # 1. LibTorch of the node's version: the wheel's torch/ folder (headers, libraries, CMake files).
 wheels="$HOME/.cache/scalebench-torch-wheels/$torch_version"
@@ -58,23 +58,11 @@ grep -qF 'GPU code is compiled' "$build.configure.log" ||
 cmake --build "$build" -j "${SCALEBENCH_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 # 3. The kit: stripped binaries and the bundle's runtime packages, unpacked.
-bundle="$HOME/.cache/scalebench-gpu-bundle/scalebench-gpu-bundle.tar"
-[[ -f $bundle ]] || "$here/bundle.sh"
-stage="$out/stage/kit"
-rm -rf "$out/stage" "$out/bundle"
-mkdir -p "$stage/bin" "$out/bundle"
+files=()
 for target in "${targets[@]}"; do
-  file="$(find "$build" -type f -name "$target" -perm -u+x -print -quit)"
-  strip --strip-all -o "$stage/bin/$target" "$file"
+  files+=("$(find "$build" -type f -name "$target" -perm -u+x -print -quit)")
 done
-tar -xf "$bundle" -C "$out/bundle" --strip-components=1
-mapfile -t debs < <(awk -F'\t' '!/^#/ && ($4 == "runtime" || $4 == "dependency") { print "'"$out/bundle/"'" $6 }' "$out/bundle/MANIFEST.tsv")
-unpack_debs "$stage/prefix" "${debs[@]}"
-rm -rf "$stage/prefix/usr/share/doc" "$stage/prefix/usr/share/man" "$stage/prefix/usr/share/lintian"
-tar -cJf "$out/kit.tar.xz" -C "$out/stage" kit
-printf 'torch %s\ncommit %s\nmade %s\n' "$torch_version" "$(git -C "$repo" rev-parse --short HEAD)" \
-  "$(date -u +%FT%TZ)" >"$out/kit.txt"
-rm -rf "$out/stage" "$out/bundle"
+pack_kit "$out" "$torch_version" xz "${files[@]}"
 size_mib=$(($(stat -c %s "$out/kit.tar.xz") / 1048576))
-echo "prebuild.sh: $out/kit.tar.xz, $size_mib MiB (${#targets[@]} binaries, ${#debs[@]} packages), torch $torch_version"
+echo "prebuild.sh: $out/kit.tar.xz, $size_mib MiB (${#targets[@]} binaries), torch $torch_version"
 ((size_mib <= 56)) || { echo "prebuild.sh: the kit is over 56 MiB" >&2; exit 1; }

@@ -89,3 +89,18 @@ export_prefix_env() {
   # A node without zlib for PMIx (seen on a GPU node) would print a page of advice per run.
   export PMIX_MCA_pcompress_base_silence_warning=1
 }
+
+# remove_unloadable_components <prefix>: Open MPI components whose libraries are missing here
+# (the network transports the bundle leaves out, Note [GPU bundle contents] in bundle.sh) move
+# to prefix/unloadable, so that Open MPI never tries to open them.
+remove_unloadable_components() {
+  local prefix="$1" lib file report
+  lib="$prefix/usr/lib/$(multiarch_triplet)"
+  mkdir -p "$prefix/unloadable"
+  for file in "$lib"/libmca_common_*.so.* "$lib"/openmpi/lib/openmpi3/mca_*.so; do
+    [[ -f $file && ! -L $file ]] || continue
+    report="$(ldd "$file" 2>&1)" && [[ $report != *"not found"* ]] && continue
+    mv "$file" "$prefix/unloadable/"
+  done
+  echo "Open MPI components without their libraries here (not loaded): $(find "$prefix/unloadable" -type f -printf '%f ')"
+}

@@ -10,6 +10,10 @@
 #      (default: the project's .venv). Where this machine allows it (root, unshare), the
 #      system's copies of the bundle's packages are hidden meanwhile (tests/gpu/hide_packages.sh),
 #      as on a node that has none of them.
+#   4. tests/gpu/device_check.sh without a GPU, on a kit of this machine's build/release
+#      (tests/gpu/kit.sh, as tests/gpu/prebuild.sh packs it; the system's packages hidden as in
+#      3): the kit unpacks, every binary and library finds what it needs, and `detect` stops
+#      the run saying "no GPU"; no later check runs.
 # The build and the GPU steps are left to a GPU node. Files go to a temporary folder, kept
 # (and named) when a check fails.
 set -euo pipefail
@@ -37,6 +41,9 @@ fail() {
   echo "test_kit.sh: $*" >&2
   exit 1
 }
+
+# shellcheck source=tests/gpu/kit.sh
+source "$here/kit.sh"
 
 # bundle_is_current: the cached bundle was made by this bundle.sh (its sha256 is in MANIFEST.tsv).
 bundle_is_current() {
@@ -68,12 +75,6 @@ check_dry_run() {
 
 # check_until_configure: the prefix works and the configure finds everything in it.
 check_until_configure() {
-  local runner=()
-  if "$here/hide_packages.sh" --check; then
-    runner=("$here/hide_packages.sh" "$bundle_families")
-  else
-    echo "(not root or no unshare: the system's packages stay visible; CMake ignores /usr and /usr/local)"
-  fi
   "${runner[@]}" "$here/verify.sh" --until configure --bundle "$bundle" --out "$work/verify" \
     --python "$python" || fail "verify.sh --until configure failed: see $work/verify/logs and $work/verify/summary.md"
   local step
@@ -86,7 +87,42 @@ check_until_configure() {
   sed -n '/^| step/,/^$/p' "$work/verify/summary.md"
 }
 
+# check_device_check_without_gpu: device_check.sh's own steps before the first GPU call.
+check_device_check_without_gpu() {
+  local build="$repo/build/release" files=() target file torch_version status=0
+  if [[ ! -x $build/bin/scalebench ]]; then
+    echo "(no build/release: device_check.sh is not checked)"
+    return 0
+  fi
+  for target in scalebench worker_unit_tests collective_backend_test mpi_workload_test; do
+    file="$(find "$build" -type f -name "$target" -perm -u+x -print -quit)"
+    [[ -n $file ]] || fail "build/release has no $target"
+    files+=("$file")
+  done
+  torch_version="$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')"
+  pack_kit "$work/kit" "$torch_version" none "${files[@]}"
+  SCALEBENCH_NODE_PYTHON="$python" "${runner[@]}" "$here/device_check.sh" "$work/kit" \
+    "$work/check" 120 >"$work/device_check.out" 2>&1 || status=$?
+  ((status == 1)) || fail "device_check.sh without a GPU exited $status, not 1 (see $work/device_check.out)"
+  grep -q 'ldd: every binary and library of the kit finds what it needs' "$work/check/checks.log" ||
+    fail "device_check.sh: ldd found missing libraries (see $work/check/checks.log)"
+  grep -qE '^\| detect \| failed .*no GPU' "$work/check/summary.md" ||
+    fail "device_check.sh: summary.md does not say that detect found no GPU (see $work/check/summary.md)"
+  ! grep -qE '^\| (unit-and-mpi-tests|selftest|probe|mfu|sweep|aoti) \|' "$work/check/summary.md" ||
+    fail "device_check.sh ran GPU checks without a GPU (see $work/check/summary.md)"
+  echo "device_check.sh without a GPU: the kit unpacks, ldd finds every library, detect says no GPU"
+}
+
 [[ -x $python ]] || fail "no Python at $python: run ./setup.sh (it makes .venv with torch) or pass a Python with torch"
+# Where this machine allows it, the checks run with the system's copies of the bundle's
+# packages hidden (a bare node has none of them).
+runner=()
+if "$here/hide_packages.sh" --check; then
+  runner=("$here/hide_packages.sh" "$bundle_families")
+else
+  echo "(not root or no unshare: the system's packages stay visible; CMake ignores /usr and /usr/local)"
+fi
 make_bundle
 check_dry_run
 check_until_configure
+check_device_check_without_gpu

@@ -220,21 +220,6 @@ prefer_node_libraries() {
   done < <(grep -v '^#' "$folder/MANIFEST.tsv")
 }
 
-# remove_unloadable_components <prefix>: Open MPI components whose libraries are missing here
-# (the network transports the bundle leaves out, Note [GPU bundle contents] in bundle.sh) move
-# to prefix/unloadable, so that Open MPI never tries to open them.
-remove_unloadable_components() {
-  local prefix="$1" lib file report
-  lib="$prefix/usr/lib/$(multiarch_triplet)"
-  mkdir -p "$prefix/unloadable"
-  for file in "$lib"/libmca_common_*.so.* "$lib"/openmpi/lib/openmpi3/mca_*.so; do
-    [[ -f $file && ! -L $file ]] || continue
-    report="$(ldd "$file" 2>&1)" && [[ $report != *"not found"* ]] && continue
-    mv "$file" "$prefix/unloadable/"
-  done
-  echo "Open MPI components without their libraries here (not loaded): $(find "$prefix/unloadable" -type f -printf '%f ')"
-}
-
 # check_prefix_libraries <prefix>: every program and library of the prefix finds all it needs.
 check_prefix_libraries() {
   local prefix="$1" file report missing=""
