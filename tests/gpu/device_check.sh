@@ -22,7 +22,7 @@
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-[[ $# -ge 2 ]] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2; }
 kit="$(realpath "$1")"
 out="$(realpath -m "$2")"
 budget="${3:-540}"
@@ -39,9 +39,9 @@ source "$here/prefix.sh"
 say() { echo "$*" | tee -a "$log"; }
 row() { echo "| $1 | $2 | $3 | $4 |" >>"$summary"; }
 
-# check <name> <limit s> <function>: runs the function (exported, in a child bash) under the smaller of its limit and the
-# budget left, its output into the log, and records a summary row (figures: the last line
-# the command printed that starts with "FIGURE ").
+# check <name> <limit s> <function>: runs the function (exported, in a child bash) under the
+# smaller of its limit and the budget left, its output into the log, and records a summary
+# row (figures: the last line the command printed that starts with "FIGURE ").
 check() {
   local name="$1" limit="$2" function="$3" left rc t0 figures
   left=$((budget - (SECONDS - start) - 10))
