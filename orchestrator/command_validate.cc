@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "common/base/diagnostics.h"
 #include "common/matrix/matrix.h"
 #include "common/matrix/schema.h"
 #include "orchestrator/commands.h"
@@ -27,8 +28,7 @@ std::string aoti_loader_warning(const ExpandedMatrix& matrix, const WorkerFactor
     ++cells;
   }
   if (cells == 0) return "";
-  std::string names;
-  for (const auto& name : experiments) names += (names.empty() ? "" : ", ") + name;
+  const std::string names = join({experiments.begin(), experiments.end()});
   const std::string torch = worker.library_versions ? worker.library_versions()["torch"] : "";
   return "warning: this build's LibTorch" + (torch.empty() ? "" : " " + torch) +
          " has no AOTInductor package loader (torch/csrc/inductor/aoti_package, LibTorch 2.6 or "

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -19,19 +20,27 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// The label's part after "/w<world>/" without its "/rep<k>" ("bf16/channels_last=true"); the
-/// stored precision where the spec cannot be read back (a damaged or older file).
-std::string variant_of(const nlohmann::json& spec) {
+/// The CellSpec of a stored spec; nullopt where it cannot be read back (a damaged or older
+/// file).
+std::optional<CellSpec> stored_spec(const nlohmann::json& spec) {
   try {
-    const std::string label = cell_label(cell_spec_from_json(spec));
-    const std::string world = "/w" + std::to_string(spec.at("world_size").get<long long>()) + "/";
-    const size_t at = label.find(world);
-    std::string variant = at == std::string::npos ? "" : label.substr(at + world.size());
-    if (const size_t rep = variant.rfind("/rep"); rep != std::string::npos) variant.resize(rep);
-    return variant;
+    return cell_spec_from_json(spec);
   } catch (const std::exception&) {
-    return overview_text(spec, "precision");
+    return std::nullopt;
   }
+}
+
+/// The label's part after "/w<world>/" without its "/rep<k>" ("bf16/channels_last=true"); the
+/// stored precision where the spec cannot be read back.
+std::string variant_of(const nlohmann::json& spec) {
+  const auto cell = stored_spec(spec);
+  if (!cell) return overview_text(spec, "precision");
+  const std::string label = cell_label(*cell);
+  const std::string world = "/w" + std::to_string(cell->world_size) + "/";
+  const size_t at = label.find(world);
+  std::string variant = at == std::string::npos ? "" : label.substr(at + world.size());
+  if (const size_t rep = variant.rfind("/rep"); rep != std::string::npos) variant.resize(rep);
+  return variant;
 }
 
 SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
@@ -356,13 +365,9 @@ std::string format_mfu(const nlohmann::json& overview, bool achieved_only_rows) 
   for (const auto& [id, cell] : cells.items()) {
     const auto flops = cell_flops(cell);
     if (!flops || (!flops->mfu && !achieved_only_rows)) continue;
-    std::string label = id;
-    try {
-      label = cell_label(cell_spec_from_json(overview_json(cell.value("spec", nlohmann::json()))));
-    } catch (const std::exception&) {
-      // a spec that cannot be read back: the id names the cell
-    }
-    rows.emplace_back(label, *flops);
+    // A spec that cannot be read back: the id names the cell.
+    const auto spec = stored_spec(overview_json(cell.value("spec", nlohmann::json())));
+    rows.emplace_back(spec ? cell_label(*spec) : id, *flops);
   }
   if (rows.empty()) return "";
   std::sort(rows.begin(), rows.end(),

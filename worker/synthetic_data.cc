@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <c10/util/accumulate.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -40,12 +41,6 @@ int64_t pool_samples(int64_t sample_bytes) {
 
 namespace {
 
-int64_t numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (const int64_t extent : shape) n *= extent;
-  return n;
-}
-
 /// An uninitialised tensor [count, shape...] of `dtype` in memory of its own (malloc), not
 /// from c10's CPU allocator: the pool is the data's cache, not memory the model allocates,
 /// so Note [Counting CPU allocations] (a CPU cell's memory budget) never counts it. Its
@@ -54,7 +49,7 @@ torch::Tensor untracked_rows(int64_t count, const std::vector<int64_t>& shape,
                              torch::ScalarType dtype) {
   std::vector<int64_t> sizes = {count};
   sizes.insert(sizes.end(), shape.begin(), shape.end());
-  const auto bytes = static_cast<size_t>(numel(sizes)) * c10::elementSize(dtype);
+  const auto bytes = static_cast<size_t>(c10::multiply_integers(sizes)) * c10::elementSize(dtype);
   void* memory = std::malloc(std::max<size_t>(bytes, 1));
   if (memory == nullptr) {
     throw std::bad_alloc();
@@ -73,9 +68,10 @@ SyntheticData::SyntheticData(const ModelInfo& model, std::vector<int64_t> input_
       target_shape_(targets_.shape.value_or(target_shape(model, input_shape_))),
       seed_(seed),
       pin_memory_(pin_memory),
-      pool_size_(pool_samples(
-          numel(input_shape_) * static_cast<int64_t>(c10::elementSize(model_.input_dtype)) +
-          numel(target_shape_) * (targets_.is_float() ? int64_t{4} : int64_t{8}))) {}
+      pool_size_(pool_samples(c10::multiply_integers(input_shape_) *
+                                  static_cast<int64_t>(c10::elementSize(model_.input_dtype)) +
+                              c10::multiply_integers(target_shape_) *
+                                  static_cast<int64_t>(c10::elementSize(target_dtype())))) {}
 
 SyntheticData::SyntheticData(const ModelInfo& model, const std::vector<int64_t>& input_shape,
                              int64_t num_classes, uint64_t seed, bool pin_memory)
@@ -88,8 +84,7 @@ void SyntheticData::fill(const std::vector<int64_t>& slots) const {
   const bool values = targets_.is_float();
   if (!pool_inputs_.defined()) {
     pool_inputs_ = untracked_rows(pool_size_, input_shape_, model_.input_dtype);
-    pool_targets_ =
-        untracked_rows(pool_size_, target_shape_, values ? torch::kFloat32 : torch::kInt64);
+    pool_targets_ = untracked_rows(pool_size_, target_shape_, target_dtype());
     drawn_.assign(static_cast<size_t>(pool_size_), false);
   }
   std::vector<int64_t> missing;
@@ -118,10 +113,8 @@ void SyntheticData::fill(const std::vector<int64_t>& slots) const {
 }
 
 HostBatch SyntheticData::make_batch(SampleRange range) const {
-  const bool values = targets_.is_float();
   HostBatch batch{allocate_rows(range.count, input_shape_, model_.input_dtype, pin_memory_),
-                  allocate_rows(range.count, target_shape_,
-                                values ? torch::kFloat32 : torch::kInt64, pin_memory_)};
+                  allocate_rows(range.count, target_shape_, target_dtype(), pin_memory_)};
   std::vector<int64_t> slots(static_cast<size_t>(range.count));
   for (int64_t i = 0; i < range.count; ++i) {
     slots[static_cast<size_t>(i)] = (range.first + i) % pool_size_;

@@ -65,6 +65,10 @@ class SyntheticData : public BatchSource {
  private:
   /// Draws the pool's samples `slots` that are not drawn yet (in parallel).
   void fill(const std::vector<int64_t>& slots) const;
+  /// float32 values (Note [Targets]) or int64 class ids.
+  [[nodiscard]] torch::ScalarType target_dtype() const {
+    return targets_.is_float() ? torch::kFloat32 : torch::kInt64;
+  }
 
   const ModelInfo& model_;
   std::vector<int64_t> input_shape_;

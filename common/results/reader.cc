@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "common/cell/stats.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
 #include "common/results/cells.h"
@@ -103,11 +104,7 @@ void read_model_flops(hid_t cell, nlohmann::json& out) {
       for (const auto& rank : ranks) {
         if (const auto it = rank.find(name); it != rank.end()) column.push_back(it->second);
       }
-      if (column.empty()) continue;
-      std::sort(column.begin(), column.end());
-      const size_t n = column.size();
-      out["model_flops"][name] =
-          n % 2 == 1 ? column[n / 2] : 0.5 * (column[n / 2 - 1] + column[n / 2]);
+      if (!column.empty()) out["model_flops"][name] = percentile(std::move(column), 50.0);
     }
     if (h5::has_link(cell, "rank_devices")) {
       for (const auto& device : h5::read_string_dataset(cell, "rank_devices")) {

@@ -101,12 +101,8 @@ detect() {
   want="$(sed -n 's/^torch //p' "$kit/kit.txt")"
   got="$("$python" -c 'import torch; print(torch.__version__)')"
   [[ $got == "$want"* ]] || { echo "the kit was built against torch $want, this node has $got: run prebuild.sh --torch ${got%%+*}"; return 1; }
-  local file lines missing=""
-  while IFS= read -r -d '' file; do
-    [[ $(od -An -c -N4 "$file" | tr -d ' ') == 177ELF ]] || continue
-    lines="$(ldd "$file" 2>&1 | grep 'not found' | sed "s|^|$file: |")"
-    [[ -z $lines ]] || missing+="$lines"$'\n'
-  done < <(find "$bin" "$out/kit/prefix/usr" -path "$out/kit/prefix/usr/share" -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print0)
+  local missing
+  missing="$(missing_libraries "$bin" "$out/kit/prefix/usr")"
   [[ -z $missing ]] || { echo "$missing"; return 1; }
   echo "ldd: every binary and library of the kit finds what it needs"
   if ! nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
@@ -201,7 +197,7 @@ sys.exit(0 if ok and same and refused else 1)
 PY
 }
 
-export -f detect gtests selftest probe mfu_check sweep aoti
+export -f detect gtests selftest probe mfu_check sweep aoti missing_libraries
 export kit out log bin python repo
 check detect 60 detect
 if grep -q '^| detect | passed' "$summary"; then

@@ -104,3 +104,16 @@ remove_unloadable_components() {
   done
   echo "Open MPI components without their libraries here (not loaded): $(find "$prefix/unloadable" -type f -printf '%f ')"
 }
+
+# missing_libraries <folder...>: for each program and library under the folders (a usr/share
+# among them skipped) whose libraries the loader cannot all find, its path and ldd's
+# "not found" lines; nothing when every one finds what it needs.
+missing_libraries() {
+  local file report
+  while IFS= read -r -d '' file; do
+    [[ $(od -An -c -N4 "$file" | tr -d ' ') == 177ELF ]] || continue
+    report="$(ldd "$file" 2>&1)" || true
+    [[ $report == *"not found"* ]] && printf '%s:\n%s\n' "$file" "$(grep 'not found' <<<"$report")"
+  done < <(find "$@" -path '*/usr/share' -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print0)
+  return 0
+}

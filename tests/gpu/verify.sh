@@ -222,14 +222,10 @@ prefer_node_libraries() {
 
 # check_prefix_libraries <prefix>: every program and library of the prefix finds all it needs.
 check_prefix_libraries() {
-  local prefix="$1" file report missing=""
-  while IFS= read -r -d '' file; do
-    [[ $(od -An -c -N4 "$file" | tr -d ' ') == 177ELF ]] || continue
-    report="$(ldd "$file" 2>&1)" || true
-    [[ $report == *"not found"* ]] && missing+="$file:"$'\n'"$(grep 'not found' <<<"$report")"$'\n'
-  done < <(find "$prefix/usr" -path "$prefix/usr/share" -prune -o -type f \( -perm -u+x -o -name '*.so*' \) -print0)
+  local prefix="$1" missing
+  missing="$(missing_libraries "$prefix/usr")"
   if [[ -n $missing ]]; then
-    printf '%s' "$missing"
+    printf '%s\n' "$missing"
     [[ $missing == *GLIBC_* || $missing == *GLIBCXX_* ]] &&
       echo "This node's C or C++ library is older than Debian 12's (glibc 2.36, GCC 12): use a node image based on Debian 12 / Ubuntu 24.04 or newer."
     die "libraries are missing (above): install the packages that hold them on the node, or add them to runtime_packages in tests/gpu/bundle.sh and make the bundle again"
