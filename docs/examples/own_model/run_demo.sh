@@ -9,13 +9,15 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-build="${1:-$root/build/release}"
-python="${2:-$root/.venv/bin/python}"
+# Absolute, as the aoti demo makes them: the prepare step runs in the branches' worktrees.
+build="$(realpath -s "${1:-$root/build/release}")"
+python="$(realpath -s "${2:-$root/.venv/bin/python}")"
 scalebench="$build/bin/scalebench"
 demo="${SCALEBENCH_DEMO_DIR:-$root/runs/own_model_demo}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # `python` in the matrix's prepare step is the project's virtualenv (torch, h5py).
-export PATH="$(dirname "$python"):$PATH"
+PATH="$(dirname "$python"):$PATH"
+export PATH
 
 rm -rf "$demo"
 mkdir -p "$demo/repo/configs/experiment"
