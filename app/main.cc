@@ -3,6 +3,7 @@
 #include "orchestrator/cli.h"
 #include "worker/aoti_model.h"
 #include "worker/collective_probe.h"
+#include "worker/compiled_twin.h"
 #include "worker/self_test.h"
 #include "worker/torch_cell_runner.h"
 #include "worker/versions.h"
@@ -10,6 +11,7 @@
 int main(int argc, char** argv) {
   const scalebench::WorkerFactory worker{
       scalebench::make_torch_cell_runner, scalebench::library_versions,
-      scalebench::make_collective_probe, scalebench::make_self_test, scalebench::aoti_available};
+      scalebench::make_collective_probe,  scalebench::make_self_test,
+      scalebench::aoti_available,         scalebench::write_zoo_state};
   return scalebench::run_cli(argc, argv, worker);
 }

@@ -20,16 +20,6 @@ namespace {
 /// `SCALEBENCH_PYTHON` (build_info::kPython). Unit: a path, or a name looked up in PATH.
 constexpr const char* kPythonEnvironmentVariable = "SCALEBENCH_PYTHON";
 
-std::string python_interpreter() {
-  const char* from_environment = std::getenv(kPythonEnvironmentVariable);
-  if (from_environment != nullptr && *from_environment != '\0') return from_environment;
-  if (*build_info::kPython != '\0') return build_info::kPython;
-  throw InputError(
-      "scalebench was built without a Python interpreter for the analysis commands: set "
-      "SCALEBENCH_PYTHON=/path/to/.venv/bin/python, or reconfigure with "
-      "-DSCALEBENCH_PYTHON=... (setup.sh does this)");
-}
-
 /// Runs argv (no shell) with this process's stdin, stdout, stderr and environment; waits.
 /// Returns the child's exit status, or 128 + signal when a signal ended it. Uses
 /// posix_spawn (fork + exec in one call) so that exec failures come back as errors.
@@ -56,6 +46,16 @@ int run_and_wait(const std::vector<std::string>& argv) {
 }
 
 }  // namespace
+
+std::string python_interpreter() {
+  const char* from_environment = std::getenv(kPythonEnvironmentVariable);
+  if (from_environment != nullptr && *from_environment != '\0') return from_environment;
+  if (*build_info::kPython != '\0') return build_info::kPython;
+  throw InputError(
+      "scalebench was built without a Python interpreter for the analysis commands: set "
+      "SCALEBENCH_PYTHON=/path/to/.venv/bin/python, or reconfigure with "
+      "-DSCALEBENCH_PYTHON=... (setup.sh does this)");
+}
 
 int run_analysis(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {python_interpreter(), "-m", "scalebench_analysis"};

@@ -13,4 +13,8 @@ namespace scalebench {
 /// SCALEBENCH_PYTHON. Throws InputError when there is none or it cannot be started.
 int run_analysis(const std::vector<std::string>& args);
 
+/// The Python interpreter of the analysis (and of rank 0's exports, Note [Compiled twins]):
+/// $SCALEBENCH_PYTHON, else the build's SCALEBENCH_PYTHON. Throws InputError when neither.
+std::string python_interpreter();
+
 }  // namespace scalebench

@@ -67,6 +67,21 @@ void CellInputs::attach(const CellSpec& cell, Assignment& assignment) {
     require_file(path, "model.aoti", cell.model.aoti, cell, tree);
     assignment.artifact = read_artifact(path, cell);
   }
+  if (cell.compile != CellSpec{}.compile) {  // Note [Compiled twins]
+    const auto twin = twins_.find(cell.cell_id);
+    if (twin == twins_.end()) {
+      throw CellError(
+          FailurePhase::kInputs,
+          "compile: " + cell.compile + ": rank 0 exported no twin for cell " + cell_label(cell));
+    }
+    require_file(twin->second, "compile: " + cell.compile + " twin", twin->second.string(), cell,
+                 tree);
+    assignment.artifact = read_artifact(twin->second, cell);
+  }
+}
+
+void CellInputs::set_compiled_twins(std::map<std::string, std::filesystem::path> twins) {
+  twins_ = std::move(twins);
 }
 
 std::string CellInputs::read_artifact(const std::filesystem::path& path, const CellSpec& cell) {

@@ -31,10 +31,15 @@ class CellInputs {
   /// cell's branch has no worktree (a bug: every branch is checked out before dispatch).
   [[nodiscard]] std::filesystem::path tree_of(const CellSpec& cell) const;
 
-  /// Sets assignment.tree; for a TorchScript cell reads the module into
-  /// assignment.artifact. Checks that the cell's data file and checkpoint are regular
-  /// files. Throws CellError(FailurePhase::kInputs) for a missing, unreadable or oversized file.
+  /// Sets assignment.tree; for a TorchScript or AOTInductor cell, and a cell of the compile
+  /// axis, reads the model into assignment.artifact. Checks that the cell's data file and
+  /// checkpoint are regular files. Throws CellError(FailurePhase::kInputs) for a missing,
+  /// unreadable or oversized file.
   void attach(const CellSpec& cell, Assignment& assignment);
+
+  /// The twins of the compile axis (TwinExportOutcome::twins: cell id -> file): attach
+  /// sends a twin's bytes as a TorchScript file's (Note [Compiled twins]).
+  void set_compiled_twins(std::map<std::string, std::filesystem::path> twins);
 
  private:
   /// Bytes of `path`, reusing the previous read when the file's size and mtime are
@@ -43,6 +48,7 @@ class CellInputs {
 
   std::filesystem::path no_repo_tree_;
   std::map<std::string, std::filesystem::path> worktrees_;
+  std::map<std::string, std::filesystem::path> twins_;
   struct Cached {
     std::filesystem::path path;
     std::uintmax_t size = 0;

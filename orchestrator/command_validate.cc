@@ -23,7 +23,7 @@ std::string aoti_loader_warning(const ExpandedMatrix& matrix, const WorkerFactor
   std::set<std::string> experiments;
   size_t cells = 0;
   for (const auto& cell : matrix.cells) {
-    if (cell.model.aoti.empty()) continue;
+    if (cell.model.aoti.empty() && cell.compile != "aoti") continue;
     experiments.insert(cell.experiment);
     ++cells;
   }
@@ -33,7 +33,8 @@ std::string aoti_loader_warning(const ExpandedMatrix& matrix, const WorkerFactor
   return "warning: this build's LibTorch" + (torch.empty() ? "" : " " + torch) +
          " has no AOTInductor package loader (torch/csrc/inductor/aoti_package, LibTorch 2.6 or "
          "newer), so the " +
-         std::to_string(cells) + " cell(s) with model {aoti: ...} (experiment " + names +
+         std::to_string(cells) + " cell(s) with model {aoti: ...} or compile: aoti (experiment " +
+         names +
          ") will fail: rebuild scalebench against a newer torch (setup.sh), or export "
          "TorchScript instead (python -m scalebench_client.export --torchscript)";
 }

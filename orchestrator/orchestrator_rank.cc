@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator_rank.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string_view>
@@ -8,11 +9,13 @@
 #include "common/base/exit_status.h"
 #include "common/base/logging.h"
 #include "common/cell/repetition_stats.h"
+#include "common/matrix/branch_resolution.h"
 #include "common/results/overview.h"
 #include "common/results/reader.h"
 #include "orchestrator/analysis_process.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
+#include "orchestrator/compiled_twins.h"
 #include "orchestrator/cross_cell_accuracy.h"
 #include "orchestrator/group_commit_sink.h"
 #include "orchestrator/orchestrator.h"
@@ -91,6 +94,27 @@ void print_the_answer(const RunOptions& options) {
   }
 }
 
+/// What export_compiled_twins needs from the run (Note [Compiled twins]). The Python is
+/// looked up only when a cell has a twin; without one each such cell fails saying so.
+TwinExportContext twin_export_context(const RunOptions& options,
+                                      const std::vector<WorkerHello>& hellos,
+                                      const WorkerFactory& worker, const CellInputs& inputs) {
+  TwinExportContext context;
+  context.work_dir =
+      options.work_dir.empty() ? default_work_dir(options.output_path) : options.work_dir;
+  try {
+    context.python = python_interpreter();
+  } catch (const InputError& e) {
+    SB_LOG(debug) << "no Python for compile twins: " << e.what();
+  }
+  if (worker.library_versions) context.torch_version = worker.library_versions()["torch"];
+  context.workers_have_gpu = std::any_of(
+      hellos.begin(), hellos.end(), [](const WorkerHello& hello) { return hello.device != "cpu"; });
+  context.write_zoo_state = worker.write_zoo_state;
+  context.tree_of = [&inputs](const CellSpec& cell) { return inputs.tree_of(cell); };
+  return context;
+}
+
 LogOptions rank0_log_options(const RunOptions& options) {
   LogOptions log;
   log.verbosity = options.verbosity;
@@ -143,6 +167,13 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
                                    options.effective_log_dir(), sink);
     prepared.to_run = std::move(steps.to_run);
     orchestration.already_done += steps.failed_cells;
+    // Note [Compiled twins]: after the prepare steps, which may write a checkpoint.
+    auto twins = export_compiled_twins(std::move(prepared.to_run),
+                                       twin_export_context(options, hellos, worker, inputs), sink);
+    prepared.to_run = std::move(twins.to_run);
+    orchestration.already_done += twins.failed_cells;
+    steps.failed_cells += twins.failed_cells;
+    inputs.set_compiled_twins(std::move(twins.twins));
     if (options.fail_fast && steps.failed_cells > 0) {
       SB_LOG(warning) << "--fail-fast: a prepare step failed; no cell is started";
       prepared.to_run.clear();

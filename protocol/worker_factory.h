@@ -27,6 +27,13 @@ struct WorkerFactory {
   /// newer): `validate` warns about `model: {aoti: ...}` cells when it has not. Empty:
   /// unknown (builds and tests without the worker library), no warning.
   std::function<bool()> aoti_loader_available;
+  /// Writes the state of the zoo model a `compile: eager` cell would run (its seed's
+  /// weights, its checkpoint loaded; `tree` as Assignment::tree) to a file Python's
+  /// torch.load reads: rank 0 exports the compile axis' twins from it (Note [Compiled
+  /// twins] in orchestrator/compiled_twins.h). Empty in builds and tests without the
+  /// worker library: such cells then fail in phase prepare, saying so.
+  std::function<void(const CellSpec& cell, const std::string& tree, const std::string& path)>
+      write_zoo_state;
 };
 
 }  // namespace scalebench

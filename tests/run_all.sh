@@ -108,7 +108,15 @@ real_runs_for_analysis() {
       docs/examples/repetitions.yaml -o "$repo/build/test-runs/repetitions.h5" --force --quiet &&
     mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
       docs/examples/batch_auto.yaml -o "$repo/build/test-runs/batch_auto.h5" --force --quiet &&
-    run_program_demo && run_aoti_demo
+    run_program_demo && run_aoti_demo && run_compile_axis
+}
+# docs/examples/compile_axis.yaml: zoo models eager, as TorchScript and as AOTInductor twins
+# (test_compile_axis.py checks the file).
+run_compile_axis() {
+  local log="$repo/build/test-runs/compile_axis.log"
+  mpirun -np 3 --oversubscribe --allow-run-as-root build/release/bin/scalebench run \
+    docs/examples/compile_axis.yaml -o "$repo/build/test-runs/compile_axis.h5" --force --quiet \
+    >"$log" 2>&1 || { tail -n 60 "$log"; return 1; }
 }
 # docs/examples/own_model/aoti: one module exported as AOTInductor packages and TorchScript
 # (test_aoti_cells.py checks the file).
@@ -155,6 +163,7 @@ pytest_on_real_runs() {
     SCALEBENCH_REPETITIONS_FILE="$runs/repetitions.h5" \
     SCALEBENCH_PROGRAMS_FILE="$runs/programs/results.h5" \
     SCALEBENCH_AOTI_FILE="$runs/aoti/results.h5" \
+    SCALEBENCH_COMPILE_FILE="$runs/compile_axis.h5" \
     SCALEBENCH_BATCH_AUTO_FILE="$runs/batch_auto.h5" "${frameworks[@]}" \
     "$python" -m pytest -q tests/analysis
 }
@@ -164,7 +173,7 @@ run_step ctest "ctest (release)" ctest --preset release -j 2
 run_step asan "ctest (asan)" ctest --preset asan -j 2
 run_step gpukit "GPU kit (bundle, prefix, configure)" tests/gpu/test_kit.sh "$python"
 run_step tidy "clang-tidy" check_tidy
-run_step analysis "analysis (real runs: quickstart, repetitions, batch auto, programs)" real_runs_for_analysis
+run_step analysis "analysis (real runs: quickstart, repetitions, batch auto, programs, compile)" real_runs_for_analysis
 run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framework_runs
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \

@@ -13,6 +13,7 @@
 #include "worker/accuracy_sums.h"
 #include "worker/batch_source.h"
 #include "worker/checkpoint.h"
+#include "worker/compiled_twin.h"
 #include "worker/cuda_graph_forward.h"
 #include "worker/synthetic_data.h"
 
@@ -38,6 +39,7 @@ class InferWorkload : public Workload {
  public:
   InferWorkload(const Assignment& assignment, const torch::Device& device, MPI_Comm group)
       : cell_(assignment.cell),
+        tree_(assignment.tree),
         device_(device),
         group_(group),
         resolved_(resolve_model(assignment.cell, assignment.artifact)) {
@@ -134,7 +136,7 @@ class InferWorkload : public Workload {
     metrics["model_init_s"] = model_init_s_;
     if (!cell_.checkpoint.empty()) metrics["checkpoint_load_s"] = checkpoint_load_s_;
     // An AOTInductor package's weights are compiled in: it has no parameters to count.
-    if (cell_.model.aoti.empty()) {
+    if (!runs_aoti_package(cell_)) {
       metrics["parameter_count"] = static_cast<double>(parameter_count(*model_));
     }
     metrics.merge(data_->metrics());
@@ -246,10 +248,17 @@ class InferWorkload : public Workload {
   /// (cell's output, reference output) per validation batch of this rank.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> validation_outputs() {
     torch::NoGradGuard no_grad;
-    torch::manual_seed(cell_.seed);
-    const auto reference = resolved_.info->build(resolved_.input_shape, resolved_.num_classes);
-    reference->to(device_);
-    copy_weights(*model_, *reference);
+    std::shared_ptr<models::ZooModel> reference;
+    if (cell_.compile != CellSpec{}.compile) {
+      // Note [Compiled twins]: the twin against the eager model it was exported from.
+      reference = eager_zoo_model(cell_, tree_);
+      reference->to(device_);
+    } else {
+      torch::manual_seed(cell_.seed);
+      reference = resolved_.info->build(resolved_.input_shape, resolved_.num_classes);
+      reference->to(device_);
+      copy_weights(*model_, *reference);
+    }
     reference->eval();
     const SampleRange shard = shard_range(cell_.validation_samples, rank_, world_);
     std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
@@ -315,6 +324,7 @@ class InferWorkload : public Workload {
   }
 
   CellSpec cell_;
+  std::string tree_;  ///< Assignment::tree: the eager reference of a twin loads its checkpoint
   torch::Device device_;
   MPI_Comm group_;
   ResolvedModel resolved_;

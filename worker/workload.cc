@@ -8,6 +8,7 @@
 #include "common/base/error.h"
 #include "protocol/mpi_check.h"
 #include "worker/aoti_model.h"
+#include "worker/compiled_twin.h"
 #include "worker/scripted_model.h"
 
 namespace scalebench {
@@ -250,6 +251,9 @@ ResolvedModel resolve_model(const CellSpec& cell, std::string artifact) {
     }
     resolved.info =
         std::make_shared<const ModelInfo>(scripted_model_info(cell, std::move(artifact)));
+  } else if (cell.compile != CellSpec{}.compile) {  // Note [Compiled twins]
+    resolved.info =
+        std::make_shared<const ModelInfo>(compiled_twin_info(cell, std::move(artifact)));
   } else {
     // The zoo's entries live as long as the process: share without ownership.
     resolved.info = std::shared_ptr<const ModelInfo>(std::shared_ptr<const ModelInfo>{},

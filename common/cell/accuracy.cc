@@ -34,6 +34,7 @@ CellSpec reference_cell(const CellSpec& cell) {
   reference.tf32 = false;
   reference.cudnn_benchmark = false;
   reference.cuda_graphs = false;
+  reference.compile = defaults.compile;
   reference.pinned_memory = false;
   reference.optimizer.fused = false;
   reference.bucket_bytes = defaults.bucket_bytes;
@@ -43,8 +44,8 @@ CellSpec reference_cell(const CellSpec& cell) {
 }
 
 std::string reference_description() {
-  return "same weights and inputs in fp32; channels_last, tf32, cudnn_benchmark, cuda_graphs, "
-         "pinned_memory, optimizer.fused off; default DDP buckets";
+  return "same weights and inputs in fp32, eager; channels_last, tf32, cudnn_benchmark, "
+         "cuda_graphs, pinned_memory, optimizer.fused off; default DDP buckets";
 }
 
 std::vector<double> OutputSums::sums() const {

@@ -46,8 +46,9 @@ struct AccuracyReport {
   bool operator==(const AccuracyReport&) const = default;
 };
 
-/// What the reference of `cell` runs: fp32, and channels_last, tf32, cudnn_benchmark,
-/// cuda_graphs, pinned_memory, optimizer.fused off, default DDP buckets, validate off;
+/// What the reference of `cell` runs: fp32, eager (compile), and channels_last, tf32,
+/// cudnn_benchmark, cuda_graphs, pinned_memory, optimizer.fused off, default DDP buckets,
+/// validate off;
 /// everything else (model, weights, data, seed, batch, deterministic) as in `cell`.
 CellSpec reference_cell(const CellSpec& cell);
 

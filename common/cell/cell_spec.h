@@ -116,6 +116,12 @@ struct CellSpec {
   /// zoo's rule), cross_entropy, mse, l1, smooth_l1, bce_with_logits.
   std::string loss = "auto";
 
+  /// How an inference cell runs its zoo model (docs/optimizations.md#compilation): "eager"
+  /// (the LibTorch modules), or "torchscript" / "aoti": its twin exported by rank 0 at
+  /// prepare time from the same weights (Note [Compiled twins] in
+  /// orchestrator/compiled_twins.h).
+  std::string compile = "eager";
+
   // --- accuracy validation (Note [Accuracy validation] in common/cell/accuracy.h) -------------
   bool validate = false;            ///< compare against an fp32 reference after the loop
   double tolerance = 0.01;          ///< relative (docs/accuracy.md)

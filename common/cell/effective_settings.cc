@@ -45,7 +45,7 @@ std::vector<SettingEffect> effective_settings(const CellSpec& cell, const Device
              "pinned memory speeds up copies to a GPU; " + on_cpu);
   // An AOTInductor package runs the kernels compiled at export: layout, precision and graph
   // capture were decided then (docs/own-model.md#aotinductor-packages).
-  const bool aoti = !cell.model.aoti.empty();
+  const bool aoti = !cell.model.aoti.empty() || cell.compile == "aoti";
   add_switch(out, cell, "cuda_graphs", facts.cuda && !aoti,
              aoti ? "an AOTInductor package runs its own compiled kernels; capture them at "
                     "export (torch._inductor config triton.cudagraphs)"

@@ -408,6 +408,16 @@ const std::vector<SettingDef>& settings_table() {
        .id = IdRule::kUnlessDefault,
        .get = get<&CellSpec::loss>,
        .set = set<&CellSpec::loss>},
+      {.key = "compile",
+       .json_key = "compile",
+       .type = kName,
+       .choices = {"eager", "torchscript", "aoti"},
+       .doc = "inference of a zoo model: eager (LibTorch modules), or its TorchScript or "
+              "AOTInductor twin exported at prepare time from the same weights "
+              "(docs/optimizations.md#compilation)",
+       .id = IdRule::kUnlessDefault,
+       .get = get<&CellSpec::compile>,
+       .set = set<&CellSpec::compile>},
       {.key = "optimizer.name",
        .json_key = "optimizer.name",
        .type = kName,

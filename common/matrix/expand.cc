@@ -177,6 +177,22 @@ class ExperimentResolver {
                  "(its weights are compiled in); validate its eager or TorchScript twin, or "
                  "remove validate from this experiment");
     }
+    if (cell.compile != CellSpec{}.compile) {  // Note [Compiled twins]
+      if (cell.model.zoo.empty()) {
+        error_once(where("compile"),
+                   "compile: " + cell.compile +
+                       " exports a twin of a zoo model; this experiment's model is a file or a "
+                       "program. Export your own model yourself (python -m "
+                       "scalebench_client.export) and name each file in an experiment of its "
+                       "own (model: {torchscript: ...} / {aoti: ...}), or remove compile");
+      } else if (cell.mode == Mode::kTrain) {
+        error_once(where("compile"),
+                   "compile: " + cell.compile +
+                       " runs inference only (an exported twin has no backward); set modes: "
+                       "[infer], or add exclude: [{mode: train, compile: " +
+                       cell.compile + "}] when sweeping both");
+      }
+    }
     if (!experiment_.program.command.empty() && (iterations_auto(cell) || warmup_auto(cell))) {
       error_once(where(iterations_auto(cell) ? "iterations" : "warmup"),
                  "iterations/warmup auto are decided inside scalebench's own timed loop; a "

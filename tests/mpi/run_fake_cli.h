@@ -16,7 +16,8 @@ inline int run_fake_cli(std::vector<std::string> args) {
   std::vector<char*> argv;
   argv.reserve(args.size());
   for (auto& arg : args) argv.push_back(arg.data());
-  const WorkerFactory worker{make_fake_cell_runner, {}, {}, {}};
+  WorkerFactory worker;
+  worker.make_runner = make_fake_cell_runner;
   return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
 }
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .accuracy_columns import accuracy_columns
 from .decoding import attributes, json_text
-from .keys import NAMED_FIELDS, config_key, flatten_spec
+from .keys import NAMED_FIELDS, UNSTORED_DEFAULTS, config_key, flatten_spec
 
 STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted")
 
@@ -130,7 +130,7 @@ def _setting_labels(specs: list[dict]) -> list[str]:
                 " ".join(
                     _program_args(command, shared)
                     if k == "program.command"
-                    else f"{k}={flats[i].get(k)}"
+                    else f"{k}={flats[i].get(k, UNSTORED_DEFAULTS.get(k))}"
                     for k in varying
                 )
                 or "default"

@@ -28,6 +28,34 @@ NAMED_FIELDS = (
     "repetitions",
 )
 
+#: Settings a cell spec stores only when they are not their default (the C++ settings
+#: table's "in cell id: when not default", docs/matrix-reference.md), with that default:
+#: a spec without the key had this value. tests/analysis/test_labels.py keeps it in step
+#: with the docs table.
+UNSTORED_DEFAULTS = {
+    "ci_width": 0.02,
+    "max_seconds": 60,
+    "max_iterations": 2000,
+    "cudnn_benchmark": False,
+    "deterministic": False,
+    "pinned_memory": False,
+    "cuda_graphs": False,
+    "cpu_threads": 0,
+    "validate": False,
+    "tolerance": 0.01,
+    "validation_samples": 64,
+    "min_batch": 1,
+    "max_batch": 65536,
+    "memory_limit_mb": 0,
+    "safety_margin": 0.1,
+    "latency_slo_ms": 0,
+    "probe_iterations": 5,
+    "repetitions": 1,
+    "loss": "auto",
+    "compile": "eager",
+    "optimizer.fused": False,
+}
+
 
 def flatten_spec(spec: dict, prefix: str = "") -> dict:
     """`spec` with nested objects flattened to dotted keys (`optimizer.lr`), lists as their

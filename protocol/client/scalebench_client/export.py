@@ -20,6 +20,15 @@ and writes:
   (``torch.utils.flop_counter.FlopCounterMode`` over one forward of the example batch,
   divided by its batch size: model FLOPs as MFU counts them, no recomputation).
 
+The compile axis (docs/optimizations.md#compilation) exports the Python twin of a zoo model
+instead of a factory's module, with the weights rank 0 wrote from the C++ model:
+
+    python -m scalebench_client.export --zoo resnet18 --state state.pt \
+        --input-shape 3 224 224 --num-classes 1000 --aoti model.pt2
+
+(``--state``: a name -> tensor dict, loaded strictly: a twin that drifted from its C++ model
+names the entries that do not match).
+
 Prints one line per file written. A wrong argument or a checkpoint that does not fit says
 which and what to change, and exits 2.
 """
@@ -74,6 +83,37 @@ def _state_dict(path: str, prefix: str) -> dict:
     return {}
 
 
+def _zoo_twin(args):
+    """The Python twin of zoo model ``args.zoo`` with the weights of ``args.state``."""
+    import torch
+    import torch.jit._pickle
+
+    from . import zoo
+
+    if args.zoo not in zoo.NAMES:
+        _fail(f"--zoo {args.zoo!r}: no such zoo model; known: {', '.join(zoo.NAMES)}")
+    if not args.state or args.num_classes is None:
+        _fail("--zoo needs --state FILE (the weights) and --num-classes N")
+    if args.checkpoint:
+        _fail("--zoo takes its weights from --state; remove --checkpoint")
+    model = zoo.build(args.zoo, args.input_shape, args.num_classes)
+    # torch::pickle_save tags a C++ dict with its type: the one global it needs.
+    tags = [torch.jit._pickle.restore_type_tag]
+    try:
+        with torch.serialization.safe_globals(tags):
+            state = torch.load(args.state, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 - any unreadable file is the same answer
+        _fail(f"--state {args.state}: not a file torch.load reads ({error})")
+    try:
+        model.load_state_dict(dict(state), strict=True)
+    except RuntimeError as error:
+        _fail(
+            f"--state {args.state} does not fit the Python twin of {args.zoo} (the twin in "
+            f"scalebench_client/zoo.py drifted from worker/models/): {error}"
+        )
+    return model
+
+
 def flops_per_sample(model, example) -> float:
     """Model FLOPs of one forward of `example`, divided by its batch size."""
     import torch
@@ -93,8 +133,19 @@ def _write_sidecar(path: str, facts: dict) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scalebench_client.export")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--factory", help="module:function building the model")
+    source.add_argument(
+        "--zoo", help="a zoo model's Python twin (scalebench_client.zoo) instead"
+    )
     parser.add_argument(
-        "--factory", required=True, help="module:function building the model"
+        "--state",
+        help="--zoo: the weights, a name -> tensor dict (required with --zoo)",
+    )
+    parser.add_argument(
+        "--num-classes",
+        type=int,
+        help="--zoo: the model's classes (required with --zoo)",
     )
     parser.add_argument(
         "--factory-kwargs", default="{}", help="JSON object of its arguments"
@@ -128,7 +179,10 @@ def main(argv: list[str] | None = None) -> None:
     for path in (args.aoti, args.torchscript):
         if path:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    model = _factory(args.factory)(**kwargs)
+    if args.zoo:
+        model = _zoo_twin(args)
+    else:
+        model = _factory(args.factory)(**kwargs)
     if args.checkpoint:
         missing, unexpected = model.load_state_dict(
             _state_dict(args.checkpoint, args.checkpoint_prefix), strict=False
@@ -139,7 +193,12 @@ def main(argv: list[str] | None = None) -> None:
                 f"{missing[:5]}, unexpected {unexpected[:5]}; check --checkpoint-prefix"
             )
     model = model.eval().to(args.device)
-    example = torch.randn(args.batch, *args.input_shape, device=args.device)
+    if args.zoo:
+        from . import zoo
+
+        example = zoo.example_input(args.zoo, args.batch, args.input_shape, args.device)
+    else:
+        example = torch.randn(args.batch, *args.input_shape, device=args.device)
     flops = flops_per_sample(model, example)
     dynamic = not args.static_batch
     facts = {

@@ -24,7 +24,10 @@ TEST(Accuracy, TheReferenceIsFp32WithEveryOptimizationOff) {
   cell.bucket_bytes = 4096;
   cell.batch_size = 32;
   cell.seed = 7;
+  cell.compile = "aoti";
   const CellSpec reference = reference_cell(cell);
+  EXPECT_EQ(reference.compile, "eager") << "a compiled twin is checked against eager";
+  EXPECT_THAT(reference_description(), HasSubstr("eager"));
   EXPECT_EQ(reference.precision, Precision::kFp32);
   EXPECT_FALSE(reference.channels_last || reference.tf32 || reference.cudnn_benchmark ||
                reference.cuda_graphs || reference.pinned_memory || reference.optimizer.fused ||

@@ -79,6 +79,23 @@ TEST(EffectiveSettings, AnAotiPackageRunsAsCompiledEvenOnAnH100) {
   EXPECT_EQ(effects.at("tf32").effective, SettingValue(true)) << "a CUDA math mode still applies";
 }
 
+TEST(EffectiveSettings, TheAotiTwinOfTheCompileAxisRunsAsCompiledAndTorchScriptAsEager) {
+  CellSpec cell = all_on();
+  cell.mode = Mode::kInfer;
+  cell.model.zoo = "resnet18";
+  cell.compile = "aoti";
+  const DeviceFacts h100{.cuda = true, .compute_major = 9, .cudnn = true, .sample_rank = 3};
+  auto effects = by_key(effective_settings(cell, h100));
+  EXPECT_EQ(effects.at("channels_last").effective, SettingValue(false));
+  EXPECT_EQ(effects.at("cuda_graphs").effective, SettingValue(false));
+  EXPECT_EQ(effects.at("precision").effective, SettingValue(std::string("fp32")));
+  cell.compile = "torchscript";  // a traced module runs under autocast, in any layout
+  effects = by_key(effective_settings(cell, h100));
+  EXPECT_EQ(effects.at("channels_last").effective, SettingValue(true));
+  EXPECT_EQ(effects.at("cuda_graphs").effective, SettingValue(true));
+  EXPECT_EQ(effects.at("precision").effective, SettingValue(std::string("bf16")));
+}
+
 TEST(EffectiveSettings, SwitchesThatAreOffAreAlwaysEffectiveAndInferenceHasNoOptimizer) {
   CellSpec cell;
   cell.mode = Mode::kInfer;

@@ -234,6 +234,21 @@ TEST(MatrixExpandTest, QuickstartExample) {
   EXPECT_TRUE(m.warnings.empty());
 }
 
+TEST(MatrixExpandTest, CompileAxisExample) {
+  const auto m = load_matrix(kExamples / "compile_axis.yaml");
+  // mlp: 3 compile x 2 precisions x 2 world sizes; three models x 2 compile on one worker
+  EXPECT_EQ(m.cells.size(), 12U + 3U * 2U);
+  std::set<std::string> labels;
+  for (const auto& cell : m.cells) {
+    EXPECT_EQ(cell.mode, Mode::kInfer);
+    EXPECT_TRUE(cell.validate);
+    labels.insert(cell_label(cell));
+  }
+  EXPECT_TRUE(labels.count("-/mlp/infer/b32/w2/bf16/compile=aoti")) << *labels.begin();
+  EXPECT_TRUE(labels.count("-/unet3d-16/infer/b2/w1/fp32/compile=eager"));
+  EXPECT_TRUE(m.warnings.empty());
+}
+
 TEST(MatrixExpandTest, GpuSweepExample) {
   const auto m = load_matrix(kExamples / "gpu_sweep.yaml");
   EXPECT_EQ(m.branches.size(), 2U);

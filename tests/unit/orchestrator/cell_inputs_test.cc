@@ -97,6 +97,22 @@ TEST_F(CellInputsTest, SetsTheTreeOfABranchAndOfNoRepoCells) {
   EXPECT_EQ(inputs.tree_of(branch_cell("main")), root_ / "wt-main");
 }
 
+TEST_F(CellInputsTest, ACellOfTheCompileAxisShipsItsTwinsBytes) {
+  CellInputs inputs = make_inputs();
+  CellSpec twin = branch_cell("main");
+  twin.compile = "torchscript";
+  const CellError missing = attach_error(inputs, twin);
+  EXPECT_EQ(missing.phase(), FailurePhase::kInputs);
+  expect_contains(missing.what(), {"compile: torchscript", "exported no twin"});
+
+  write(root_ / "work" / "compiled" / "k" / "model.ts", "traced");
+  inputs.set_compiled_twins({{"c1", root_ / "work" / "compiled" / "k" / "model.ts"}});
+  Assignment assignment;
+  inputs.attach(twin, assignment);
+  EXPECT_EQ(assignment.artifact, "traced");
+  EXPECT_EQ(assignment.tree, (root_ / "wt-main").string());
+}
+
 TEST_F(CellInputsTest, ARelativeNoRepoTreeIsMadeAbsolute) {
   const CellInputs inputs("some/./relative/../dir", {});
   const fs::path tree = inputs.tree_of(CellSpec{});

@@ -39,7 +39,8 @@ TEST(ValidateAotiLoader, AoTiCellsWithoutALoaderAreNamedAndTheFileStaysValid) {
                               "sweep: {modes: [infer], batch_sizes: [4, 8]}\n"
                               "experiments:\n"
                               "  - {name: packaged, model: {aoti: net.pt2}, input_shape: [3]}\n"
-                              "  - {name: zoo, model: mlp}\n";
+                              "  - {name: zoo, model: mlp}\n"
+                              "  - {name: compiled, model: mlp, compile: [eager, aoti]}\n";
   const auto zoo_only = dir / "zoo.yaml";
   std::ofstream(zoo_only) << "name: z\nexperiments:\n  - {name: zoo, model: mlp}\n";
 
@@ -48,10 +49,11 @@ TEST(ValidateAotiLoader, AoTiCellsWithoutALoaderAreNamedAndTheFileStaysValid) {
   without.library_versions = [] { return std::map<std::string, std::string>{{"torch", "2.5.1"}}; };
   const auto refused = validate(with_aoti, without);
   EXPECT_EQ(refused.status, 0) << refused.err;
-  EXPECT_THAT(refused.out, HasSubstr("OK, 4 cells"));
+  EXPECT_THAT(refused.out, HasSubstr("OK, 8 cells"));
   EXPECT_THAT(refused.err,
               AllOf(HasSubstr("LibTorch 2.5.1 has no AOTInductor package loader"),
-                    HasSubstr("the 2 cell(s) with model {aoti: ...} (experiment packaged)"),
+                    HasSubstr("the 4 cell(s) with model {aoti: ...} or compile: aoti (experiment "
+                              "compiled, packaged)"),
                     HasSubstr("--torchscript")));
   EXPECT_THAT(validate(zoo_only, without).err, Not(HasSubstr("AOTInductor")));
 
