@@ -1,5 +1,6 @@
 #include "common/cell/accuracy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -127,8 +128,20 @@ AccuracyReport finish_training(const TrainingComparison& comparison, double tole
   v["final_loss"] = comparison.final_loss;
   v["reference_final_loss"] = comparison.reference_final_loss;
   v["param_rel_distance"] = comparison.param_rel_distance;
-  check(report, "max_loss_rel_deviation", comparison.max_loss_rel_deviation, tolerance);
-  check(report, "param_rel_distance", comparison.param_rel_distance, tolerance);
+  // Note [Reference spread]: a measured spread widens a check, never narrows it.
+  const auto limit = [tolerance](double spread) {
+    return std::isnan(spread) ? tolerance : std::max(tolerance, kReferenceSpreadFactor * spread);
+  };
+  if (!std::isnan(comparison.reference_loss_spread)) {
+    v["reference_loss_spread"] = comparison.reference_loss_spread;
+  }
+  if (!std::isnan(comparison.reference_param_spread)) {
+    v["reference_param_spread"] = comparison.reference_param_spread;
+  }
+  check(report, "max_loss_rel_deviation", comparison.max_loss_rel_deviation,
+        limit(comparison.reference_loss_spread));
+  check(report, "param_rel_distance", comparison.param_rel_distance,
+        limit(comparison.reference_param_spread));
   set_verdict(report);
   return report;
 }

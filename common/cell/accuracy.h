@@ -21,7 +21,8 @@
 // included) from the same initial weights and batches, in the reference settings, on the
 // same group; each step's loss and the final parameters are compared (finish_training).
 //
-// The verdict is `passed` when every check holds against `tolerance`: mae_rel (mean
+// The verdict is `passed` when every check holds against `tolerance` (training: against the
+// reference's own spread where that is larger, Note [Reference spread]): mae_rel (mean
 // absolute error / reference range), 1 - cosine similarity, 1 - SSIM where it is defined;
 // for training the largest relative loss deviation of any step and rank, and the relative
 // parameter distance. max_abs_error and PSNR are reported, not checked: one outlier element
@@ -29,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -95,7 +97,29 @@ struct TrainingComparison {
   double final_loss = 0;              ///< group mean of the last step's loss
   double reference_final_loss = 0;
   double param_rel_distance = 0;  ///< ||p - p_ref|| / ||p_ref|| after the last step
+  /// Note [Reference spread]: the same two figures between two runs of the reference,
+  /// measured when a check failed against the tolerance; NaN when not measured.
+  double reference_loss_spread = std::numeric_limits<double>::quiet_NaN();
+  double reference_param_spread = std::numeric_limits<double>::quiet_NaN();
 };
+
+// Note [Reference spread]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A training comparison cannot be tighter than the reference agrees with itself. On a GPU
+// training is not bit-reproducible (cuDNN and cuBLAS reduce in varying orders, atomics
+// accumulate), and an adaptive optimizer (Adam, AdamW) moves every parameter by about lr a
+// step whatever the size of its gradient, so elements whose gradient is near zero follow the
+// rounding noise: two runs of the reference itself end apart. On an H200, ResNet-50 in fp32
+// with AdamW failed its own validation after 20 steps (loss 0.032, parameters 0.12 apart;
+// docs/gpu-verification.md). So when a training check fails against `tolerance`, the
+// reference runs a second time and the two references are compared as the cell was
+// (reference_loss_spread, reference_param_spread); the check then fails only where the
+// cell's figure exceeds max(tolerance, kReferenceSpreadFactor x the spread): a deviation
+// within twice the reference's own spread cannot be told from its noise. On the CPU, and
+// with `deterministic: true`, the reference repeats bit for bit: the spread is 0 and the
+// tolerance alone decides. The second run costs one more reference pass, for failing cells
+// only.
+inline constexpr double kReferenceSpreadFactor = 2.0;
 
 AccuracyReport finish_training(const TrainingComparison& comparison, double tolerance);
 

@@ -39,8 +39,19 @@ FILE_FIXTURES = {
     "SCALEBENCH_JAX_FILE": {"jax_file"},
     "SCALEBENCH_KERAS_FILE": {"keras_file"},
     "SCALEBENCH_AOTI_FILE": {"aoti_file"},  # test_aoti_cells.py
+    "SCALEBENCH_COMPILE_FILE": {"compile_file"},  # test_compile_axis.py
     "SCALEBENCH_BATCH_AUTO_FILE": {"batch_auto_file"},  # test_batch_auto_example.py
 }
+
+
+def real_file(variable: str) -> str:
+    """The results file of a real run that `variable` names (tests/run_all.sh sets it), or a
+    skip saying so."""
+    path = os.environ.get(variable)
+    if not path:
+        pytest.skip(f"needs a real run: {variable} (tests/run_all.sh)")
+    assert os.path.isfile(path), path
+    return path
 
 
 def pytest_collection_modifyitems(config, items):

@@ -106,27 +106,27 @@ class RawFile:
         return out
 
 
-def _text(value):
+def text(value):
     return value.decode() if isinstance(value, bytes) else value
 
 
 def read(path) -> RawFile:
     cells = {}
     with h5py.File(path, "r") as f:
-        root = {k: _text(v) for k, v in f.attrs.items()}
+        root = {k: text(v) for k, v in f.attrs.items()}
         for cell_id, group in f["cells"].items():
-            attrs = {k: _text(v) for k, v in group.attrs.items()}
+            attrs = {k: text(v) for k, v in group.attrs.items()}
             timings, phases, warmup = None, [], 0
             if "timings" in group:
                 timings = group["timings"][()]
-                phases = json.loads(_text(group["timings"].attrs["phases"]))
+                phases = json.loads(text(group["timings"].attrs["phases"]))
                 warmup = int(group["timings"].attrs["warmup_iterations"])
             summary = {}
             if "summary" in group:
-                summary = {k: _text(v) for k, v in group["summary"].attrs.items()}
+                summary = {k: text(v) for k, v in group["summary"].attrs.items()}
             metrics = {}
             if "rank_metrics" in group:
-                names = json.loads(_text(group["rank_metrics"].attrs["names"]))
+                names = json.loads(text(group["rank_metrics"].attrs["names"]))
                 values = group["rank_metrics"][()]
                 metrics = {name: values[:, i] for i, name in enumerate(names)}
             cells[cell_id] = RawCell(
@@ -134,7 +134,7 @@ def read(path) -> RawFile:
             )
         series = {}
         for series_id, group in f["series"].items() if "series" in f else []:
-            series[series_id] = {k: _text(v) for k, v in group.attrs.items()}
+            series[series_id] = {k: text(v) for k, v in group.attrs.items()}
     return RawFile(str(path), root, cells, series)
 
 

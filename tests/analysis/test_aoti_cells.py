@@ -12,19 +12,16 @@ package refused batch 8 naming the shape it was exported with.
 from __future__ import annotations
 
 import json
-import os
 
 import h5py
 import pytest
 
+from conftest import real_file
+
 
 @pytest.fixture(scope="module")
 def aoti_file() -> str:
-    path = os.environ.get("SCALEBENCH_AOTI_FILE")
-    if not path:
-        pytest.skip("needs a real AOTInductor run: SCALEBENCH_AOTI_FILE (tests/run_all.sh)")
-    assert os.path.isfile(path), path
-    return path
+    return real_file("SCALEBENCH_AOTI_FILE")
 
 
 def _text(value) -> str:

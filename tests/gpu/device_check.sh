@@ -15,7 +15,8 @@
 # training, CUDA graphs), selftest, probe (NCCL), mfu (tests/gpu/mfu_matmul.yaml and
 # tests/analysis/test_mfu_gpu.py), sweep (tests/gpu/gpu_verify.yaml: bf16, channels-last,
 # batch auto to a real out-of-memory error, CUDA graphs, accuracy validation), aoti
-# (docs/examples/own_model/aoti exported for CUDA and run on the GPU).
+# (docs/examples/own_model/aoti exported for CUDA and run on the GPU), compile
+# (docs/examples/compile_axis.yaml on the GPU: the twins exported for CUDA, validated).
 # LibTorch, CUDA and NCCL come from the node's PyTorch (python3, or $SCALEBENCH_NODE_PYTHON),
 # which must be the version prebuild.sh built against (kit.txt says which; checked).
 # Exit status: 0 when every check passed, 1 when one failed, 2 for bad usage.
@@ -197,7 +198,22 @@ sys.exit(0 if ok and same and refused else 1)
 PY
 }
 
-export -f detect gtests selftest probe mfu_check sweep aoti missing_libraries
+# compile: docs/examples/compile_axis.yaml on one GPU (device cuda, NCCL, world size 1): each
+# zoo model's TorchScript twin and the mlp's AOTInductor twin, exported for CUDA by rank 0 from
+# the eager weights and validated against eager fp32 (docs/optimizations.md#compilation).
+# Expected: every cell ok with accuracy passed.
+compile_axis() {
+  sed -e 's/device: cpu/device: cuda/' -e 's/backend: mpi/backend: nccl/' \
+    -e 's/world_sizes: \[1, 2\]/world_sizes: [1]/' "$repo/docs/examples/compile_axis.yaml" \
+    >"$out/compile_axis.yaml" || return 1
+  mpirun -np 2 "$bin/scalebench" run "$out/compile_axis.yaml" -o "$out/compile.h5" --force
+  local rc=$?
+  "$bin/scalebench" info "$out/compile.h5" | tee "$out/compile.info"
+  echo "FIGURE $(grep -cE 'passed +ok *$' "$out/compile.info") cells ok with accuracy passed; exit $rc"
+  return "$rc"
+}
+
+export -f detect gtests selftest probe mfu_check sweep aoti compile_axis missing_libraries
 export kit out log bin python repo
 check detect 60 detect
 if grep -q '^| detect | passed' "$summary"; then
@@ -207,6 +223,7 @@ if grep -q '^| detect | passed' "$summary"; then
   check mfu 120 mfu_check
   check sweep 300 sweep
   check aoti 180 aoti
+  check compile 240 compile_axis
 fi
 say ""
 say "total $((SECONDS - start)) s of the budget of ${budget} s"

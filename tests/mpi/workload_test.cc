@@ -462,6 +462,11 @@ TEST(WorkloadMpi, TrainingValidationReplaysTheStepsAndNamesTheFailedCheck) {
   EXPECT_EQ(bf16.accuracy->verdict, "failed");
   ASSERT_FALSE(bf16.accuracy->failed_checks.empty());
   EXPECT_EQ(bf16.accuracy->failed_checks.front().rfind("max_loss_rel_deviation ", 0), 0U);
+  // Note [Reference spread]: the failed check ran the reference again; on the CPU it repeats
+  // bit for bit, so the spread is 0 and cannot excuse the failure.
+  EXPECT_EQ(bf16.accuracy->values.at("reference_loss_spread"), 0.0);
+  EXPECT_EQ(bf16.accuracy->values.at("reference_param_spread"), 0.0);
+  EXPECT_EQ(same.accuracy->values.count("reference_param_spread"), 0U) << "passed: no second run";
 }
 
 // Note [CUDA graphs for inference]: replaying captured forwards (the full batch and the

@@ -156,6 +156,30 @@ TEST(Accuracy, TrainingChecksLossDeviationAndParameterDistance) {
   EXPECT_EQ(finish_training(comparison, 0.01).verdict, "passed");
 }
 
+TEST(Accuracy, AReferenceThatDisagreesWithItselfWidensTheTrainingChecksNeverNarrows) {
+  // Note [Reference spread]: the H200's ResNet-50 AdamW figures.
+  TrainingComparison comparison;
+  comparison.max_loss_rel_deviation = 0.032;
+  comparison.param_rel_distance = 0.12;
+  AccuracyReport report = finish_training(comparison, 0.01);
+  EXPECT_EQ(report.failed_checks.size(), 2U) << "no spread measured: the tolerance alone";
+  EXPECT_EQ(report.values.count("reference_param_spread"), 0U);
+
+  comparison.reference_loss_spread = 0.02;   // limit 0.04
+  comparison.reference_param_spread = 0.05;  // limit 0.10: the distance still fails
+  report = finish_training(comparison, 0.01);
+  EXPECT_THAT(report.failed_checks, ElementsAre("param_rel_distance 0.12 > 0.1"));
+  EXPECT_DOUBLE_EQ(report.values.at("reference_param_spread"), 0.05);
+  EXPECT_DOUBLE_EQ(report.values.at("reference_loss_spread"), 0.02);
+
+  comparison.reference_param_spread = 0.07;  // limit 0.14
+  EXPECT_EQ(finish_training(comparison, 0.01).verdict, "passed");
+
+  comparison.reference_loss_spread = comparison.reference_param_spread = 0.0;  // CPU: bit-exact
+  EXPECT_THAT(finish_training(comparison, 0.01).failed_checks,
+              ElementsAre("max_loss_rel_deviation 0.032 > 0.01", "param_rel_distance 0.12 > 0.01"));
+}
+
 TEST(Accuracy, TravelsInTheRankResultMessage) {
   RankResult result;
   EXPECT_EQ(deserialize_result(serialize(result)).accuracy, std::nullopt);

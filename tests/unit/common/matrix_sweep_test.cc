@@ -178,10 +178,11 @@ TEST(MatrixSweep, EverySettingIsSweepable) {
     ASSERT_TRUE(other.has_value()) << "no second value to sweep";
     const std::string values =
         "[" + setting_text(default_value(setting)) + ", " + setting_text(*other) + "]";
-    // Inference ignores the optimizer and training the sample count, and CUDA graphs are
-    // for inference only: pick the mode that uses the setting; the axes by name are swept
-    // through their list key.
-    const bool infer = setting.key == "samples" || setting.key == "cuda_graphs";
+    // Inference ignores the optimizer and training the sample count, and CUDA graphs and
+    // compiled twins are for inference only: pick the mode that uses the setting; the axes
+    // by name are swept through their list key.
+    const bool infer =
+        setting.key == "samples" || setting.key == "cuda_graphs" || setting.key == "compile";
     std::string sweep = "sweep:\n  modes: [" + std::string(infer ? "infer" : "train") + "]\n";
     const std::string key(setting.key);
     if (setting.axis) {
