@@ -7,12 +7,10 @@
 
 int main(int argc, char** argv) {
   scalebench::enable_fault_injection();  // Note [Fault injection]: test binaries only
-  const scalebench::WorkerFactory worker{
-      scalebench::testing_fake::make_fake_cell_runner,
-      [] {
-        return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}};
-      },
-      {},
-      {}};
+  scalebench::WorkerFactory worker;
+  worker.make_runner = scalebench::testing_fake::make_fake_cell_runner;
+  worker.library_versions = [] {
+    return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}};
+  };
   return scalebench::run_cli(argc, argv, worker);
 }

@@ -139,7 +139,8 @@ TEST_F(CellInputsTest, ShipsTheTorchScriptBytesOfTheCellsTree) {
   write(root_ / "wt-main" / "models" / "net.pt", "main's model");
   CellInputs inputs = make_inputs();
   CellSpec cell = branch_cell("feature/exp");
-  cell.model = {"", "models/net.pt"};
+  cell.model = ModelSpec();
+  cell.model.torchscript = "models/net.pt";
   Assignment assignment;
   inputs.attach(cell, assignment);
   EXPECT_EQ(assignment.artifact, bytes);
@@ -157,7 +158,8 @@ TEST_F(CellInputsTest, ARewrittenModelFileIsReadAgain) {
   write(path, "version one");
   CellInputs inputs = make_inputs();
   CellSpec cell = branch_cell("main");
-  cell.model = {"", "model.pt"};
+  cell.model = ModelSpec();
+  cell.model.torchscript = "model.pt";
   Assignment first;
   inputs.attach(cell, first);
   EXPECT_EQ(first.artifact, "version one");
@@ -186,7 +188,8 @@ TEST_F(CellInputsTest, ARewrittenModelFileIsReadAgain) {
 TEST_F(CellInputsTest, AMissingModelFailsTheCellNamingPathAndBranch) {
   CellInputs inputs = make_inputs();
   CellSpec cell = branch_cell("feature/exp");
-  cell.model = {"", "models/missing.pt"};
+  cell.model = ModelSpec();
+  cell.model.torchscript = "models/missing.pt";
   const CellError error = attach_error(inputs, cell);
   EXPECT_EQ(to_string(error.phase()), "inputs");
   expect_contains(error.what(),
@@ -225,7 +228,8 @@ TEST_F(CellInputsTest, NoRepoCellsResolveAgainstTheMatrixFolder) {
   CellInputs inputs = make_inputs();
   CellSpec cell = branch_cell("");
   cell.commit.clear();
-  cell.model = {"", "net.pt"};
+  cell.model = ModelSpec();
+  cell.model.torchscript = "net.pt";
   const CellError error = attach_error(inputs, cell);
   EXPECT_EQ(to_string(error.phase()), "inputs");
   expect_contains(error.what(), {"the matrix file's folder", (root_ / "matrix" / "net.pt").string(),

@@ -128,7 +128,8 @@ TEST(WorkloadHelpers, ResolvesModelDefaultsAndRejectsTorchScript) {
   EXPECT_EQ(resolved.num_classes, 1000);
   cell.input_shape = {3, 8, 8};
   EXPECT_THROW(resolve_model(cell), InputError);
-  cell.model = {"", "model.pt"};
+  cell.model = ModelSpec();
+  cell.model.torchscript = "model.pt";
   EXPECT_THROW(resolve_model(cell), CellError);
   cell.batch_size = 4;
   cell.world_size = 3;
