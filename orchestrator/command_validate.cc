@@ -35,8 +35,9 @@ std::string aoti_loader_warning(const ExpandedMatrix& matrix, const WorkerFactor
          "newer), so the " +
          std::to_string(cells) + " cell(s) with model {aoti: ...} or compile: aoti (experiment " +
          names +
-         ") will fail: rebuild scalebench against a newer torch (setup.sh), or export "
-         "TorchScript instead (python -m scalebench_client.export --torchscript)";
+         ") will fail: rebuild scalebench against a newer torch (setup.sh), or use TorchScript "
+         "instead (compile: torchscript; for a file, python -m scalebench_client.export "
+         "--torchscript)";
 }
 
 }  // namespace

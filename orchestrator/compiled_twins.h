@@ -9,22 +9,26 @@
 // package (torch.export + aoti_compile_and_package). After the matrix's prepare steps (a
 // checkpoint may be what they write), rank 0 makes each distinct twin once:
 //   1. the state of the eager model (WorkerFactory::write_zoo_state: the cell's seed's
-//      weights, its checkpoint loaded) to `state.pt`, so that every cell of the axis runs
-//      the same weights;
-//   2. `python -m scalebench_client.export --zoo NAME --state state.pt ...`: the Python twin
-//      of the zoo model (scalebench_client/zoo.py: the same module names and forward) loads
+//      weights, its checkpoint loaded), once per model, seed and checkpoint, so that every
+//      cell of the axis runs the same weights;
+//   2. `python -m scalebench_client.export --zoo NAME --state FILE ...`: the Python twin of
+//      the zoo model (scalebench_client/zoo.py: the same module names and forward) loads
 //      that state strictly and is exported for the cell's device (`auto`: cuda when a worker
-//      reported a GPU), with a dynamic batch.
-// Each twin lives in <work dir>/compiled/<key>/ with its log; the key hashes everything the
-// twin depends on (zoo name, input shape, classes, seed, the checkpoint's path, size and
-// mtime, compile, device, the torch version), and a twin whose sidecar (`<file>.json`,
-// written last) exists is reused: a rerun or --resume exports nothing. The twin's bytes
-// travel with the cell as a TorchScript file's do (Assignment::artifact), and the worker
-// validates the twin against the eager model in fp32 (worker/compiled_twin.h), so a cell's
-// accuracy verdict says whether compilation kept the outputs. An export that fails fails
-// the cells of that twin in phase `prepare` (the command, the log and its tail); the other
-// cells run. The Python is the analysis' (SCALEBENCH_PYTHON): its torch is the LibTorch the
-// workers link (setup.sh, the GPU kit), which TorchScript and AOTInductor need.
+//      reported a GPU; the export runs on rank 0's node, which then needs that GPU too), with
+//      a dynamic batch.
+// Each twin lives in <work dir>/compiled/<key>/ with its log; the key hashes what the twin
+// is made of: the zoo name, input shape and classes, compile, device, the workers' torch
+// version, the build's commit (the C++ model and its Python twin change together) and the
+// digest of the weights' file, which is written again at every run (seconds) so that a new
+// checkpoint or initialisation is never served an old twin. A twin whose sidecar
+// (`<file>.json`, written last) exists is reused: a rerun or --resume exports nothing. The
+// twin's bytes travel with the cell as a TorchScript file's do (Assignment::artifact), and
+// the worker validates the twin against the eager model in fp32 (worker/compiled_twin.h), so
+// a cell's accuracy verdict says whether compilation kept the outputs. An export that fails
+// fails the cells of that twin in phase `prepare` (the command, the log and its tail); the
+// other cells run. The Python is the analysis' (SCALEBENCH_PYTHON), whose torch must be the
+// LibTorch the workers link (setup.sh and the GPU kit make it so), as TorchScript and
+// AOTInductor need.
 #pragma once
 
 #include <filesystem>
@@ -59,11 +63,10 @@ struct TwinExportContext {
 /// The device a twin of `cell` is exported for: "cpu" or "cuda".
 std::string twin_device(const CellSpec& cell, bool workers_have_gpu);
 
-/// The folder name of `cell`'s twin: 16 hex digits over what the twin depends on (see the
-/// Note); `checkpoint` is the resolved checkpoint file ("" for none). Pure but for the
-/// checkpoint's size and mtime.
+/// The folder name of `cell`'s twin: 16 hex digits over what the twin is made of (see the
+/// Note); `state_digest` is the digest of the eager weights' file. Pure.
 std::string twin_key(const CellSpec& cell, const std::string& device,
-                     const std::filesystem::path& checkpoint, const std::string& torch_version);
+                     const std::string& state_digest, const std::string& torch_version);
 
 /// The file of `cell`'s twin inside its folder: "model.ts" or "model.pt2".
 std::string twin_file_name(const CellSpec& cell);

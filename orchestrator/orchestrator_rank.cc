@@ -94,8 +94,8 @@ void print_the_answer(const RunOptions& options) {
   }
 }
 
-/// What export_compiled_twins needs from the run (Note [Compiled twins]). The Python is
-/// looked up only when a cell has a twin; without one each such cell fails saying so.
+/// What export_compiled_twins needs from the run (Note [Compiled twins]). Without a Python
+/// only the cells with a twin fail, saying so.
 TwinExportContext twin_export_context(const RunOptions& options,
                                       const std::vector<WorkerHello>& hellos,
                                       const WorkerFactory& worker, const CellInputs& inputs) {
@@ -167,15 +167,18 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
                                    options.effective_log_dir(), sink);
     prepared.to_run = std::move(steps.to_run);
     orchestration.already_done += steps.failed_cells;
+    if (options.fail_fast && steps.failed_cells > 0) {
+      SB_LOG(warning) << "--fail-fast: a prepare step failed; no cell is started";
+      prepared.to_run.clear();
+    }
     // Note [Compiled twins]: after the prepare steps, which may write a checkpoint.
     auto twins = export_compiled_twins(std::move(prepared.to_run),
                                        twin_export_context(options, hellos, worker, inputs), sink);
     prepared.to_run = std::move(twins.to_run);
     orchestration.already_done += twins.failed_cells;
-    steps.failed_cells += twins.failed_cells;
     inputs.set_compiled_twins(std::move(twins.twins));
-    if (options.fail_fast && steps.failed_cells > 0) {
-      SB_LOG(warning) << "--fail-fast: a prepare step failed; no cell is started";
+    if (options.fail_fast && twins.failed_cells > 0) {
+      SB_LOG(warning) << "--fail-fast: a twin of the compile axis failed; no cell is started";
       prepared.to_run.clear();
     }
     outcome = run_orchestrator(prepared.to_run, hellos, sink, orchestration);

@@ -27,6 +27,12 @@ const std::vector<std::string>& infer_phases() {
   return names;
 }
 
+/// Whether the cell's model loads its checkpoint: not a compiled twin, whose weights are
+/// the checkpoint's already (Note [Compiled twins]).
+bool loads_checkpoint(const CellSpec& cell) {
+  return !cell.checkpoint.empty() && cell.compile == CellSpec{}.compile;
+}
+
 /// Weight of global sample i in the output checksum: 1 + (i mod 97) / 97.
 torch::Tensor sample_weights(int64_t first, int64_t count, const torch::Device& device) {
   return torch::arange(first, first + count, torch::TensorOptions(torch::kDouble).device(device))
@@ -58,7 +64,8 @@ class InferWorkload : public Workload {
     const auto start = std::chrono::steady_clock::now();
     torch::manual_seed(cell.seed);
     model_ = resolved_.info->build(resolved_.input_shape, resolved_.num_classes);
-    if (!cell.checkpoint.empty()) {
+    // A compiled twin was exported from the checkpoint's weights (Note [Compiled twins]).
+    if (loads_checkpoint(cell)) {
       const auto load_start = std::chrono::steady_clock::now();
       load_state_dict(model_->state_entries(),
                       resolve_in_tree(assignment.tree, cell.checkpoint).string());
@@ -134,7 +141,7 @@ class InferWorkload : public Workload {
     kept_outputs_.clear();
     metrics["output_checksum"] = checksum_.item<double>();
     metrics["model_init_s"] = model_init_s_;
-    if (!cell_.checkpoint.empty()) metrics["checkpoint_load_s"] = checkpoint_load_s_;
+    if (loads_checkpoint(cell_)) metrics["checkpoint_load_s"] = checkpoint_load_s_;
     // An AOTInductor package's weights are compiled in: it has no parameters to count.
     if (!runs_aoti_package(cell_)) {
       metrics["parameter_count"] = static_cast<double>(parameter_count(*model_));

@@ -92,8 +92,12 @@ def test_twins_pass_validation_against_eager_fp32(cells):
             cell = cells[(experiment, compile_, "fp32", 1)]
             assert cell["accuracy"].get("verdict") == "passed", (experiment, compile_, cell)
             assert "eager" in cell["accuracy"].get("reference", ""), cell["accuracy"]
-    bf16 = cells[("mlp", "torchscript", "bf16", 1)]["accuracy"]
-    assert bf16.get("verdict") == "passed", bf16
+    bf16 = cells[("mlp", "torchscript", "bf16", 1)]
+    assert bf16["accuracy"].get("verdict") == "passed", bf16["accuracy"]
+    # ... and autocast reached the traced module: its outputs are not the fp32 ones.
+    fp32 = cells[("mlp", "torchscript", "fp32", 1)]["metrics"]["output_checksum"].sum()
+    assert bf16["metrics"]["output_checksum"].sum() != fp32
+    assert float(bf16["accuracy"]["mae_rel"]) > 0, bf16["accuracy"]
 
 
 def test_an_aoti_twin_records_bf16_as_ineffective(cells):

@@ -118,19 +118,32 @@ TEST_F(CompiledTwinsTest, EachTwinIsExportedOnceFromTheEagerStateAndReusedAfter)
   EXPECT_EQ(outcome.twins.at("a").filename(), "model.pt2");
   EXPECT_EQ(outcome.twins.at("a").parent_path().parent_path(), root_ / "work" / "compiled");
   EXPECT_TRUE(fs::is_regular_file(outcome.twins.at("a")));
-  EXPECT_EQ(states, (std::vector<std::string>{"t1", "a"}));
-  // The command: the zoo's defaults where the cell is silent, the state, the device.
+  EXPECT_EQ(states, (std::vector<std::string>{"t1"})) << "one model, seed: one state";
+  // The command: the state, the zoo's defaults where the cell is silent, the device.
   EXPECT_THAT(calls(), HasSubstr("-m scalebench_client.export --zoo mlp --state " +
-                                 (outcome.twins.at("a").parent_path() / "state.pt").string() +
-                                 " --input-shape 784 --num-classes 10 --aoti " +
+                                 (root_ / "work" / "compiled" / "states").string() + "/"));
+  EXPECT_THAT(calls(), HasSubstr(".pt --input-shape 784 --num-classes 10 --aoti " +
                                  outcome.twins.at("a").string() + " --device cpu"));
+  EXPECT_FALSE(fs::exists(root_ / "work" / "compiled" / "states")) << "the states are removed";
 
   states.clear();
   fs::remove(root_ / "calls.txt");
   outcome = export_compiled_twins(cells, context(0), sink);
   EXPECT_EQ(outcome.to_run.size(), 4U);
-  EXPECT_TRUE(states.empty()) << "a twin whose sidecar exists is reused";
-  EXPECT_FALSE(fs::exists(root_ / "calls.txt"));
+  EXPECT_EQ(states.size(), 1U) << "the weights are written again: their digest is the key's";
+  EXPECT_FALSE(fs::exists(root_ / "calls.txt")) << "a twin whose sidecar exists is reused";
+}
+
+TEST_F(CompiledTwinsTest, OtherWeightsAreAnotherTwin) {
+  RecordingSink sink;
+  auto twins = context(0);
+  const auto first = export_compiled_twins({cell("t", "torchscript")}, twins, sink);
+  twins.write_zoo_state = [](const CellSpec&, const std::string&, const std::string& path) {
+    std::ofstream(path) << "retrained";  // a new checkpoint under the same name
+  };
+  const auto second = export_compiled_twins({cell("t", "torchscript")}, twins, sink);
+  EXPECT_NE(first.twins.at("t"), second.twins.at("t"));
+  EXPECT_TRUE(sink.failed.empty());
 }
 
 TEST_F(CompiledTwinsTest, AFailedExportFailsOnlyItsCellsInPhasePrepare) {
@@ -148,7 +161,7 @@ TEST_F(CompiledTwinsTest, AFailedExportFailsOnlyItsCellsInPhasePrepare) {
     EXPECT_THAT(failed.reason, HasSubstr("could not be exported"));
     EXPECT_THAT(failed.reason, HasSubstr("twin drifted")) << "the log's tail";
   }
-  EXPECT_EQ(states.size(), 2U) << "t1 and t2 share a twin: one attempt";
+  EXPECT_EQ(states.size(), 2U) << "t1 and t2 share weights: one state, one attempt";
 }
 
 TEST_F(CompiledTwinsTest, WithoutAPythonTheCellsSayWhatToSet) {
@@ -161,23 +174,30 @@ TEST_F(CompiledTwinsTest, WithoutAPythonTheCellsSayWhatToSet) {
   EXPECT_THAT(sink.failed[0].reason, HasSubstr("SCALEBENCH_PYTHON"));
 }
 
-TEST(TwinKey, ChangesWithWhatTheTwinDependsOn) {
+TEST(TwinKey, ChangesWithWhatTheTwinIsMadeOf) {
   CellSpec cell;
   cell.model.zoo = "resnet18";
   cell.compile = "aoti";
-  const auto key = twin_key(cell, "cpu", {}, "2.15.0");
+  const auto key = twin_key(cell, "cpu", "d1", "2.15.0");
   EXPECT_EQ(key.size(), 16U);
-  EXPECT_EQ(twin_key(cell, "cpu", {}, "2.15.0"), key);
-  EXPECT_NE(twin_key(cell, "cuda", {}, "2.15.0"), key);
-  EXPECT_NE(twin_key(cell, "cpu", {}, "2.11.0"), key);
+  EXPECT_EQ(twin_key(cell, "cpu", "d1", "2.15.0"), key);
+  EXPECT_NE(twin_key(cell, "cuda", "d1", "2.15.0"), key);
+  EXPECT_NE(twin_key(cell, "cpu", "d2", "2.15.0"), key) << "other weights";
+  EXPECT_NE(twin_key(cell, "cpu", "d1", "2.11.0"), key);
   CellSpec other = cell;
-  other.seed = 1;
-  EXPECT_NE(twin_key(other, "cpu", {}, "2.15.0"), key);
+  other.model.zoo = "resnet50";
+  EXPECT_NE(twin_key(other, "cpu", "d1", "2.15.0"), key);
+  other = cell;
+  other.num_classes = 10;
+  EXPECT_NE(twin_key(other, "cpu", "d1", "2.15.0"), key);
+  other = cell;
+  other.compile = "torchscript";
+  EXPECT_NE(twin_key(other, "cpu", "d1", "2.15.0"), key);
   other = cell;
   other.input_shape = {3, 224, 224};  // the default, written out: the same twin
-  EXPECT_EQ(twin_key(other, "cpu", {}, "2.15.0"), key);
+  EXPECT_EQ(twin_key(other, "cpu", "d1", "2.15.0"), key);
   other.batch_size = 64;  // any batch runs on one twin (dynamic batch)
-  EXPECT_EQ(twin_key(other, "cpu", {}, "2.15.0"), key);
+  EXPECT_EQ(twin_key(other, "cpu", "d1", "2.15.0"), key);
 }
 
 TEST(TwinDevice, TheCellsDeviceAndAutoFollowsTheWorkers) {
