@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -52,6 +53,20 @@ def real_file(variable: str) -> str:
         pytest.skip(f"needs a real run: {variable} (tests/run_all.sh)")
     assert os.path.isfile(path), path
     return path
+
+
+def run_scalebench(matrix: dict, work: Path, ranks: int = 2, timeout: int = 900) -> Path:
+    """Writes `matrix` to WORK/matrix.yaml, runs `mpirun -np RANKS scalebench run` of the build
+    in SCALEBENCH_BUILD_DIR on it (the caller skips without one) and returns the results file;
+    a non-zero exit fails with scalebench's output."""
+    (work / "matrix.yaml").write_text(json.dumps(matrix))
+    build = os.environ["SCALEBENCH_BUILD_DIR"]
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    command = ["mpirun", "-np", str(ranks), "--oversubscribe", f"{build}/bin/scalebench", "run"]
+    command += [str(work / "matrix.yaml"), "-o", str(work / "results.h5"), "--force", "-q"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return work / "results.h5"
 
 
 def pytest_collection_modifyitems(config, items):

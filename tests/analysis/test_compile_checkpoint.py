@@ -9,15 +9,14 @@ Needs a build: SCALEBENCH_BUILD_DIR (tests/run_all.sh sets it); skipped otherwis
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 
 import h5py
 import pytest
 import torch
 
 import rawdata
+from conftest import run_scalebench
 
 BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
 pytestmark = pytest.mark.skipif(not BUILD, reason="needs SCALEBENCH_BUILD_DIR (a build)")
@@ -57,15 +56,10 @@ def cells(tmp_path_factory):
             }
         ],
     }
-    (work / "matrix.yaml").write_text(json.dumps(matrix))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    command = ["mpirun", "-np", "2", "--oversubscribe", f"{BUILD}/bin/scalebench", "run"]
-    command += [str(work / "matrix.yaml"), "-o", str(work / "results.h5"), "--force", "-q"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    raw = rawdata.read(work / "results.h5")
+    results = run_scalebench(matrix, work)
+    raw = rawdata.read(results)
     out = {}
-    with h5py.File(work / "results.h5", "r") as f:
+    with h5py.File(results, "r") as f:
         for cell in raw.cells.values():
             accuracy = f["cells"][cell.cell_id]["accuracy"].attrs["verdict"]
             out[cell.spec.get("compile", "eager")] = (cell, rawdata.text(accuracy))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import h5py
@@ -22,6 +21,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
+from conftest import run_scalebench
 
 BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
 pytestmark = pytest.mark.skipif(not BUILD, reason="needs SCALEBENCH_BUILD_DIR (a build)")
@@ -96,14 +97,9 @@ def run(tmp_path_factory):
             }
         ],
     }
-    (work / "matrix.yaml").write_text(json.dumps(matrix))
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    command = ["mpirun", "-np", "2", "--oversubscribe", f"{BUILD}/bin/scalebench", "run"]
-    command += [str(work / "matrix.yaml"), "-o", str(work / "results.h5"), "--force", "-q"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+    results = run_scalebench(matrix, work)
     cells = {}
-    with h5py.File(work / "results.h5", "r") as f:
+    with h5py.File(results, "r") as f:
         for group in f["cells"].values():
             spec = json.loads(group.attrs["spec"])
             names = json.loads(group["rank_metrics"].attrs["names"])
