@@ -9,7 +9,6 @@
 #include "common/base/exit_status.h"
 #include "common/base/logging.h"
 #include "common/cell/repetition_stats.h"
-#include "common/matrix/branch_resolution.h"
 #include "common/results/overview.h"
 #include "common/results/reader.h"
 #include "orchestrator/analysis_process.h"
@@ -100,8 +99,7 @@ TwinExportContext twin_export_context(const RunOptions& options,
                                       const std::vector<WorkerHello>& hellos,
                                       const WorkerFactory& worker, const CellInputs& inputs) {
   TwinExportContext context;
-  context.work_dir =
-      options.work_dir.empty() ? default_work_dir(options.output_path) : options.work_dir;
+  context.work_dir = options.effective_work_dir();
   try {
     context.python = python_interpreter();
   } catch (const InputError& e) {

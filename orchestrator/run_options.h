@@ -52,6 +52,8 @@ struct RunOptions {
 
   /// log_dir, or "<output>.logs" when it is empty.
   [[nodiscard]] std::filesystem::path effective_log_dir() const;
+  /// work_dir, or default_work_dir(output_path) ("<output>.work") when it is empty.
+  [[nodiscard]] std::filesystem::path effective_work_dir() const;
 };
 
 }  // namespace scalebench

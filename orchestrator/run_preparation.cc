@@ -5,7 +5,6 @@
 
 #include "common/base/escaped_text.h"
 #include "common/base/logging.h"
-#include "common/matrix/branch_resolution.h"
 #include "common/results/provenance.h"
 #include "orchestrator/dispatch_order.h"
 #include "orchestrator/orchestrator.h"
@@ -71,11 +70,8 @@ PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello
   check_run_paths(options, world_size());
   PreparedRun prepared;
   prepared.lock.emplace(ResultsLock::acquire(options.output_path));
-  prepared.matrix.emplace(
-      resolve_matrix(options.matrix_path,
-                     {.limits = {},
-                      .work_dir = options.work_dir.empty() ? default_work_dir(options.output_path)
-                                                           : options.work_dir}));
+  prepared.matrix.emplace(resolve_matrix(options.matrix_path,
+                                         {.limits = {}, .work_dir = options.effective_work_dir()}));
   const ResolvedMatrix& matrix = *prepared.matrix;
   for (const auto& warning : matrix.warnings()) SB_LOG(warning) << warning;
   const auto matrix_mode = parse_scheduling_mode(matrix.matrix().scheduling);

@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "common/matrix/branch_resolution.h"
+
 namespace scalebench {
 
 std::string to_string(SchedulingMode mode) {
@@ -19,6 +21,10 @@ std::optional<SchedulingMode> parse_scheduling_mode(const std::string& text) {
 std::filesystem::path RunOptions::effective_log_dir() const {
   if (!log_dir.empty()) return log_dir;
   return std::filesystem::path(output_path.string() + ".logs");
+}
+
+std::filesystem::path RunOptions::effective_work_dir() const {
+  return work_dir.empty() ? default_work_dir(output_path) : work_dir;
 }
 
 std::optional<std::string> unschedulable_reason(int world_size, int worker_count) {
