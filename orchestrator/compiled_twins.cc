@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
@@ -109,19 +110,11 @@ std::string export_twin(const CellSpec& cell, const TwinExportContext& context,
   return "";
 }
 
-/// FNV-1a 64 of a file's bytes as 16 hex digits; "" when it cannot be read.
+/// fnv1a64 of a file's bytes as 16 hex digits; "" when it cannot be read.
 std::string file_digest(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  uint64_t hash = 14695981039346656037ULL;
-  std::vector<char> chunk(1 << 20);
-  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      hash ^= static_cast<unsigned char>(chunk[static_cast<size_t>(i)]);
-      hash *= 1099511628211ULL;
-    }
-  }
-  return hex16(hash);
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return in ? hex16(fnv1a64(bytes)) : "";
 }
 
 /// The eager weights of one (zoo model, shapes, seed, checkpoint), written once per export
@@ -212,11 +205,12 @@ TwinExportOutcome export_compiled_twins(std::vector<CellSpec> to_run,
         {"checkpoint", cell.checkpoint.empty()
                            ? std::string()
                            : resolve_in_tree(context.tree_of(cell), cell.checkpoint).string()}};
-    auto state = states.find(identity.dump());
+    const std::string weights = identity.dump();
+    auto state = states.find(weights);
     if (state == states.end()) {
       state = states
-                  .emplace(identity.dump(), write_eager_state(cell, context, states_folder,
-                                                              hex16(fnv1a64(identity.dump()))))
+                  .emplace(weights,
+                           write_eager_state(cell, context, states_folder, hex16(fnv1a64(weights))))
                   .first;
     }
     if (!state->second.problem.empty()) {

@@ -7,6 +7,7 @@
 #include "worker/aoti_model.h"
 #include "worker/checkpoint.h"
 #include "worker/scripted_model.h"
+#include "worker/workload.h"
 
 namespace scalebench {
 
@@ -40,12 +41,11 @@ ModelInfo compiled_twin_info(const CellSpec& cell, std::string artifact) {
 }
 
 std::shared_ptr<models::ZooModel> eager_zoo_model(const CellSpec& cell, const std::string& tree) {
-  const ModelInfo& info = find_model(cell.model.zoo);
-  const auto input_shape = cell.input_shape.empty() ? info.default_input_shape : cell.input_shape;
-  const int64_t num_classes = cell.num_classes == 0 ? info.default_num_classes : cell.num_classes;
-  info.check(input_shape, num_classes);
+  CellSpec eager = cell;
+  eager.compile = CellSpec{}.compile;
+  const ResolvedModel resolved = resolve_model(eager);  // the zoo's entry, shapes checked
   torch::manual_seed(cell.seed);
-  auto model = info.build(input_shape, num_classes);
+  auto model = resolved.info->build(resolved.input_shape, resolved.num_classes);
   if (!cell.checkpoint.empty()) {
     load_state_dict(model->state_entries(), resolve_in_tree(tree, cell.checkpoint).string());
   }
