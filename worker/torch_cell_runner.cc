@@ -17,7 +17,7 @@
 #include "common/cell/zoo_names.h"
 #include "protocol/cell_progress_reporter.h"
 #include "protocol/mpi_check.h"
-#include "protocol/program_cell.h"
+#include "protocol/program/program_cell.h"
 #include "worker/batch_probe.h"
 #include "worker/cpu_allocation_counter.h"
 #include "worker/cpu_threads.h"

@@ -1,4 +1,4 @@
-#include "protocol/program_report.h"
+#include "protocol/program/program_report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "protocol/program_cell.h"
+#include "protocol/program/program_cell.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -25,7 +25,7 @@
 #include "common/cell/stats.h"
 #include "protocol/group_probe.h"
 #include "protocol/mpi_check.h"
-#include "protocol/program_report.h"
+#include "protocol/program/program_report.h"
 
 namespace scalebench {
 
