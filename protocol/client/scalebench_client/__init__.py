@@ -234,8 +234,12 @@ def phase(name: str, sync: bool = False) -> _Phase:
 
 
 def _synchronize() -> None:
+    """Waits for the GPU when this process has used one: torch imported and its CUDA context
+    made. A process that never touched CUDA has nothing to wait for, and synchronising would
+    create the context (hundreds of MiB and a second or more) inside a timed phase. Shared
+    by ``phase(sync=True)`` and the adapters (scalebench_client.lightning)."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         torch.cuda.synchronize()
 
 

@@ -42,7 +42,6 @@ times: a kernel launched in ``forward`` may be paid for in whichever later phase
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import scalebench_client as sb
@@ -72,12 +71,6 @@ def _phase_of(action: str) -> str | None:
             return _HOOK_PHASES.get(hook)
         return "hooks"
     return None
-
-
-def _synchronize() -> None:
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
 
 
 class _StepState:
@@ -147,7 +140,7 @@ def make_phase_profiler(inner):
             phase = _phase_of(action_name)
             if phase is not None or action_name == _BATCH_ACTION:
                 if self.sync:
-                    _synchronize()
+                    sb._synchronize()
                 now = _monotonic_ns()
                 if self.step is None and (
                     phase == "data" or action_name == _BATCH_ACTION
@@ -164,7 +157,7 @@ def make_phase_profiler(inner):
             if self.step is None or (phase is None and action_name != _BATCH_ACTION):
                 return
             if self.sync:
-                _synchronize()
+                sb._synchronize()
             now = _monotonic_ns()
             if phase is not None:
                 self.step.stop(phase, now)
