@@ -15,6 +15,10 @@ extern const char* const kPython;
 /// The source tree this build was configured from (absolute).
 extern const char* const kSourceDir;
 
+/// The build folder this build was made in (absolute); its bin/ holds the executables
+/// (scalebench, scalebench-supervisor).
+extern const char* const kBinaryDir;
+
 /// kSourceDir as a path.
 inline std::filesystem::path source_dir() { return kSourceDir; }
 }  // namespace scalebench::build_info

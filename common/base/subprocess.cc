@@ -21,6 +21,9 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/base/build_info.h"
+#include "common/base/supervisor.h"
+
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 
 namespace scalebench {
@@ -45,10 +48,25 @@ namespace {
 //    read until every writer has closed the pipes, or for at most 1 s after the SIGKILL (a process
 //    that escaped the group with setsid may hold the pipe open forever).
 // 5. Only then is the child reaped (waitpid) and its status decoded.
+// With a supervisor (SubprocessOptions::supervisor, Note [Program supervisor]) the child of
+// step 1 is the supervisor, alone in its group, and the program is its child in a group of
+// its own: the SIGTERM of step 3 reaches the supervisor, which ends the program's group and
+// everything the program started (SIGTERM, SIGKILL after the same grace); the SIGKILL of
+// step 3 then comes kSupervisorMarginS later, only for a supervisor that hangs. Its status
+// lines (program pid, mechanism, leftovers, the program's exit) arrive on a pipe of their own.
 
 constexpr int kPollSliceMs = 50;
 constexpr double kDrainAfterKillS = 1.0;
 constexpr double kScanDelayS = 0.1;  // after the child's exit, before looking for leftovers
+/// With a supervisor: after its grace, how long it may take to end everything before we
+/// SIGKILL it (it needs a /proc scan and a reap: milliseconds).
+constexpr double kSupervisorMarginS = 5.0;
+/// With a supervisor: how long its start may take (fork + exec of a small binary, then of
+/// the program: milliseconds; a loaded machine takes longer).
+constexpr int kSupervisorStartMs = 30000;
+/// With a supervisor: its status pipe's write end is moved at or above this descriptor
+/// before the spawn, so that the spawn's dup2 to kPassedFd cannot overwrite it.
+constexpr int kHighFd = 10;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -69,6 +87,7 @@ class UniqueFd {
   UniqueFd& operator=(const UniqueFd&) = delete;
   [[nodiscard]] int get() const { return fd_; }
   int release() { return std::exchange(fd_, -1); }
+  void reset() { close_fd(fd_); }
   int* out() { return &fd_; }
 
  private:
@@ -131,19 +150,22 @@ std::vector<char*> c_pointers(std::vector<std::string>& strings) {
 }
 
 void configure_spawn(SpawnSetup& setup, int output_write_fd, int error_write_fd, int pass_fd,
-                     const std::filesystem::path& working_dir) {
+                     int status_write_fd, const std::filesystem::path& working_dir) {
   auto& actions = setup.actions;
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, output_write_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, error_write_fd, STDERR_FILENO);
   if (!working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, working_dir.c_str());
+  int last = STDERR_FILENO;
   if (pass_fd >= 0) {
     // dup2 clears FD_CLOEXEC on the copy; when pass_fd already is kPassedFd it only stays.
     posix_spawn_file_actions_adddup2(&actions, pass_fd, kPassedFd);
-    posix_spawn_file_actions_addclosefrom_np(&actions, kPassedFd + 1);
-  } else {
-    posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+    last = kPassedFd;
   }
+  if (status_write_fd >= 0) {  // >= kHighFd: the dup2 above cannot have overwritten it
+    posix_spawn_file_actions_adddup2(&actions, status_write_fd, ++last);
+  }
+  posix_spawn_file_actions_addclosefrom_np(&actions, last + 1);
 
   sigset_t defaults;
   sigfillset(&defaults);
@@ -227,6 +249,26 @@ std::string signal_name(int signal_number) {
                            : "signal " + std::to_string(signal_number);
 }
 
+/// The supervisor's command line around `options.argv` (supervisor.h).
+std::vector<std::string> supervisor_argv(const SubprocessOptions& options, int status_fd) {
+  std::ostringstream grace;
+  grace << options.kill_grace_s;
+  std::vector<std::string> argv{options.supervisor.string(),
+                                "--parent",
+                                std::to_string(::getpid()),
+                                "--status-fd",
+                                std::to_string(status_fd),
+                                "--grace",
+                                grace.str()};
+  if (!options.cleanup_dir.empty()) {
+    argv.insert(argv.end(), {"--cleanup", options.cleanup_dir.string()});
+  }
+  if (!options.supervisor_cgroup) argv.insert(argv.end(), {"--cgroup", "off"});
+  argv.emplace_back("--");
+  argv.insert(argv.end(), options.argv.begin(), options.argv.end());
+  return argv;
+}
+
 std::string format_seconds(double seconds) {
   std::ostringstream out;
   out << std::round(seconds * 1000.0) / 1000.0 << " s";
@@ -257,14 +299,28 @@ Subprocess::Subprocess(SubprocessOptions options) : options_(std::move(options))
     *error_write.out() = error_pipe[1];
   }
 
-  std::vector<std::string> argv_strings = options_.argv;
+  UniqueFd status_read;
+  UniqueFd status_write;
+  const bool supervised = !options_.supervisor.empty();
+  if (supervised) {
+    std::array<int, 2> status_pipe{-1, -1};
+    if (::pipe2(status_pipe.data(), O_CLOEXEC) != 0) throw_errno("pipe2", errno);
+    *status_read.out() = status_pipe[0];
+    *status_write.out() = ::fcntl(status_pipe[1], F_DUPFD_CLOEXEC, kHighFd);
+    ::close(status_pipe[1]);
+    if (status_write.get() < 0) throw_errno("fcntl(F_DUPFD_CLOEXEC)", errno);
+  }
+  const int child_status_fd = options_.pass_fd >= 0 ? kPassedFd + 1 : kPassedFd;
+
+  std::vector<std::string> argv_strings =
+      supervised ? supervisor_argv(options_, child_status_fd) : options_.argv;
   std::vector<std::string> env_strings = child_environment(options_);
   std::vector<char*> argv = c_pointers(argv_strings);
   std::vector<char*> envp = c_pointers(env_strings);
   SpawnSetup setup;
   configure_spawn(setup, output_write.get(),
                   options_.separate_stderr ? error_write.get() : output_write.get(),
-                  options_.pass_fd, options_.working_dir);
+                  options_.pass_fd, status_write.get(), options_.working_dir);
 
   started_at_s_ = now_s();
   const int rc = posix_spawnp(&pid_, argv.front(), &setup.actions, &setup.attributes, argv.data(),
@@ -273,7 +329,7 @@ Subprocess::Subprocess(SubprocessOptions options) : options_(std::move(options))
     pid_ = -1;
     std::string where;
     if (!options_.working_dir.empty()) where = " in '" + options_.working_dir.string() + "'";
-    throw_errno("cannot start " + quote_argv(options_.argv) + where +
+    throw_errno("cannot start " + quote_argv(argv_strings) + where +
                     " (program looked up in PATH unless it contains a '/'; a missing working "
                     "directory gives the same error)",
                 rc);
@@ -282,6 +338,78 @@ Subprocess::Subprocess(SubprocessOptions options) : options_(std::move(options))
   output_fd_ = output_read.release();
   error_fd_ = error_read.release();
   log_fd_ = log.release();
+  program_pid_ = pid_;
+  if (supervised) {
+    status_write.reset();
+    status_fd_ = status_read.release();
+    await_start();  // throws SubprocessError (the destructor does not run: clean up here)
+  }
+}
+
+void Subprocess::await_start() {
+  const double deadline = now_s() + kSupervisorStartMs / 1000.0;
+  while (status_text_.find('\n') == std::string::npos && status_fd_ >= 0) {
+    pollfd fd{status_fd_, POLLIN, 0};
+    const int left_ms = static_cast<int>((deadline - now_s()) * 1000.0);
+    if (left_ms <= 0 || ::poll(&fd, 1, left_ms) == 0) break;
+    std::array<char, 4096> buffer{};
+    const ssize_t n = ::read(status_fd_, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    status_text_.append(buffer.data(), static_cast<std::size_t>(n));
+  }
+  const auto newline = status_text_.find('\n');
+  const auto line = supervisor::parse_status_line(
+      newline == std::string::npos ? std::string_view()
+                                   : std::string_view(status_text_).substr(0, newline));
+  if (line && line->kind == "started") {
+    program_pid_ = static_cast<pid_t>(line->first);
+    containment_ = line->rest;
+    status_text_.erase(0, newline + 1);
+    return;
+  }
+  std::string output;  // the supervisor's own complaint, if any
+  pollfd fd{output_fd_, POLLIN, 0};
+  if (::poll(&fd, 1, 0) > 0) {
+    std::array<char, 4096> buffer{};
+    const ssize_t n = ::read(output_fd_, buffer.data(), buffer.size());
+    if (n > 0) output.assign(buffer.data(), static_cast<std::size_t>(n));
+  }
+  kill_and_reap();
+  close_fd(output_fd_);
+  close_fd(error_fd_);
+  close_fd(log_fd_);
+  close_fd(pid_fd_);
+  close_fd(status_fd_);
+  const int error_number = line && line->kind == "failed" ? static_cast<int>(line->first) : EIO;
+  if (line && line->kind == "failed") {
+    std::string where;
+    if (!options_.working_dir.empty()) where = " in '" + options_.working_dir.string() + "'";
+    throw_errno("cannot start " + quote_argv(options_.argv) + where +
+                    " (program looked up in PATH unless it contains a '/')",
+                error_number);
+  }
+  throw SubprocessError("the supervisor " + options_.supervisor.string() + " did not start " +
+                            quote_argv(options_.argv) +
+                            (output.empty() ? std::string() : ": " + output),
+                        error_number);
+}
+
+void Subprocess::apply_status(SubprocessResult& result) {
+  for (auto newline = status_text_.find('\n'); newline != std::string::npos;
+       newline = status_text_.find('\n')) {
+    const auto line =
+        supervisor::parse_status_line(std::string_view(status_text_).substr(0, newline));
+    if (line && line->kind == "left") {
+      leftovers_.push_back("pid " + std::to_string(line->first) + " " + line->rest);
+    } else if (line && line->kind == "exit") {
+      supervised_exit_known_ = true;
+      supervised_exit_code_ = static_cast<int>(line->first);
+      supervised_signal_ = std::atoi(line->rest.c_str());
+    }
+    status_text_.erase(0, newline + 1);
+  }
+  result.leftovers = leftovers_;
 }
 
 Subprocess::~Subprocess() {
@@ -290,10 +418,16 @@ Subprocess::~Subprocess() {
   close_fd(error_fd_);
   close_fd(log_fd_);
   close_fd(pid_fd_);
+  close_fd(status_fd_);
 }
 
 void Subprocess::kill_and_reap() noexcept {
   if (pid_ <= 0 || reaped_) return;
+  if (!options_.supervisor.empty()) {  // it ends everything with SIGKILL and exits
+    ::kill(pid_, SIGUSR2);
+    const double until = now_s() + kSupervisorMarginS;
+    while (now_s() < until && !has_exited(pid_)) ::usleep(10000);
+  }
   ::kill(-pid_, SIGKILL);
   int status = 0;
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
@@ -317,9 +451,9 @@ void Subprocess::append_output(const char* data, std::size_t size, std::string& 
 }
 
 void Subprocess::pump(int timeout_ms, SubprocessResult& result) {
-  std::array<pollfd, 3> fds{};
-  std::array<int*, 3> owners{};
-  std::array<std::string*, 3> sinks{};
+  std::array<pollfd, 4> fds{};
+  std::array<int*, 4> owners{};
+  std::array<std::string*, 4> sinks{};
   nfds_t count = 0;
   if (pid_fd_ >= 0) {
     fds[count] = {pid_fd_, POLLIN, 0};
@@ -336,13 +470,21 @@ void Subprocess::pump(int timeout_ms, SubprocessResult& result) {
     owners[count] = &error_fd_;
     sinks[count++] = &result.error_output;
   }
+  if (status_fd_ >= 0) {
+    fds[count] = {status_fd_, POLLIN, 0};
+    owners[count] = &status_fd_;
+    sinks[count++] = &status_text_;
+  }
   const int ready = ::poll(count > 0 ? fds.data() : nullptr, count, timeout_ms);
   if (ready <= 0) return;  // timeout or EINTR: the caller loops
   std::array<char, 65536> buffer{};
   for (nfds_t i = 0; i < count; ++i) {
     if (fds[i].revents == 0 || sinks[i] == nullptr) continue;
     const ssize_t n = ::read(*owners[i], buffer.data(), buffer.size());
-    if (n > 0) {
+    if (n > 0 && sinks[i] == &status_text_) {
+      status_text_.append(buffer.data(), static_cast<std::size_t>(n));
+      apply_status(result);
+    } else if (n > 0) {
       append_output(buffer.data(), static_cast<std::size_t>(n), *sinks[i], result);
     } else if (n == 0 || errno != EINTR) {
       close_fd(*owners[i]);  // EOF: every writer has closed its end
@@ -353,6 +495,8 @@ void Subprocess::pump(int timeout_ms, SubprocessResult& result) {
 SubprocessResult Subprocess::wait() {
   SubprocessResult result;
   const double grace_s = options_.kill_grace_s;
+  // See Note [Subprocess lifecycle]: a supervisor gets its grace and a margin before SIGKILL.
+  const double kill_after_s = options_.supervisor.empty() ? grace_s : grace_s + kSupervisorMarginS;
   double exited_at = -1.0;
   double term_at = -1.0;
   double kill_at = -1.0;
@@ -385,7 +529,7 @@ SubprocessResult Subprocess::wait() {
       if (scan && !members && term_at < 0.0 && now - exited_at >= grace_s) break;  // held outside
       if (kill_at >= 0.0 && now - kill_at >= kDrainAfterKillS) break;
     }
-    if (term_at >= 0.0 && kill_at < 0.0 && now - term_at >= grace_s) {
+    if (term_at >= 0.0 && kill_at < 0.0 && now - term_at >= kill_after_s) {
       signal_group(SIGKILL);
       kill_at = now;
     }
@@ -393,6 +537,11 @@ SubprocessResult Subprocess::wait() {
   }
   close_fd(output_fd_);
   close_fd(error_fd_);
+  // The supervisor has exited: its lines are all there (bounded: a descendant that escaped
+  // between its fork and exec could hold the pipe).
+  for (int slice = 0; status_fd_ >= 0 && slice < 20; ++slice) pump(kPollSliceMs, result);
+  apply_status(result);
+  result.containment = containment_;
 
   int status = 0;
   pid_t waited = 0;
@@ -402,6 +551,10 @@ SubprocessResult Subprocess::wait() {
   result.wall_s = now_s() - started_at_s_;
   if (waited == pid_ && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (waited == pid_ && WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  if (supervised_exit_known_) {  // the program's own end, not the supervisor's
+    result.exit_code = supervised_exit_code_;
+    result.term_signal = supervised_signal_;
+  }
   for (std::string* sink : {&result.output, &result.error_output}) {
     if (sink->size() > options_.max_captured_bytes) {
       sink->erase(0, sink->size() - options_.max_captured_bytes);
@@ -500,6 +653,23 @@ std::string tail_lines(const std::string& text, std::size_t max_lines, std::size
     if (nl != std::string::npos && nl + 1 < text.size()) begin = nl + 1;
   }
   return begin == 0 ? text : "...\n" + text.substr(begin);
+}
+
+}  // namespace scalebench
+
+namespace scalebench {
+
+std::optional<std::filesystem::path> find_supervisor() {
+  constexpr const char* kName = "scalebench-supervisor";
+  std::vector<std::filesystem::path> candidates;
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) candidates.push_back(self.parent_path() / kName);
+  candidates.push_back(std::filesystem::path(build_info::kBinaryDir) / "bin" / kName);
+  for (const auto& candidate : candidates) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return std::nullopt;
 }
 
 }  // namespace scalebench

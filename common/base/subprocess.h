@@ -11,7 +11,8 @@
 //    that group, then SIGKILL after `kill_grace_s`; when the child exits on its own, any
 //    process it left behind in its group is sent the same signals, so no process of the
 //    group outlives the call (a process that moved itself to another group or session, e.g.
-//    with setsid, is out of reach).
+//    with setsid, is out of reach, unless the child runs under the supervisor: see
+//    SubprocessOptions::supervisor).
 //  * stdin is /dev/null; stdout and stderr go to a pipe read by the caller's thread; file
 //    descriptors >= 3 of the caller are not inherited, except `pass_fd`, which the child
 //    receives as descriptor kPassedFd (3).
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +77,18 @@ struct SubprocessOptions {
   /// child's group is ended as on a timeout (SIGTERM, then SIGKILL after kill_grace_s) and
   /// the result says `stopped`. It runs on the thread that called wait().
   std::function<bool()> keep_going;
+  /// Non-empty: the program runs under this supervisor executable (scalebench-supervisor,
+  /// Note [Program supervisor] in common/base/supervisor.cc; find_supervisor() finds it): it
+  /// ends the program and everything the program started when this process dies, however it
+  /// dies, and when the program exits it ends and names what the program left behind, even
+  /// processes that left the group (setsid daemons). pid() is then the program's, and the
+  /// result's `leftovers` and `containment` say what it did.
+  std::filesystem::path supervisor;
+  /// With a supervisor: a folder it removes when this process dies before the program ends.
+  std::filesystem::path cleanup_dir;
+  /// With a supervisor: false keeps it from making a cgroup (its subreaper only; the tests
+  /// check both mechanisms with it).
+  bool supervisor_cgroup = true;
 };
 
 struct SubprocessResult {
@@ -86,6 +100,12 @@ struct SubprocessResult {
   std::string error_output;  ///< stderr when separate_stderr, else empty
   bool output_truncated = false;
   double wall_s = 0.0;  ///< from spawn to reaping the child
+  /// Supervised only: the processes the program left behind when it exited, each ended,
+  /// as "pid 123 (comm) command line" (printable ASCII; at most 16 named).
+  std::vector<std::string> leftovers;
+  /// What owned the program's processes: "cgroup" or "subreaper" (supervised), else
+  /// "process group" (Note [Program supervisor]).
+  std::string containment;
 
   /// Exited by itself with status 0.
   [[nodiscard]] bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
@@ -112,8 +132,9 @@ class Subprocess {
   Subprocess(Subprocess&&) = delete;
   Subprocess& operator=(Subprocess&&) = delete;
 
-  /// Process id (= process group id) of the child.
-  [[nodiscard]] pid_t pid() const { return pid_; }
+  /// Process id (= process group id) of the program (with a supervisor, the supervisor's
+  /// child).
+  [[nodiscard]] pid_t pid() const { return program_pid_; }
 
   /// Blocks until the child has ended (by itself or by the timeout) and its group has been
   /// cleaned up; returns the result. Call at most once.
@@ -126,16 +147,33 @@ class Subprocess {
                      SubprocessResult& result);
   void signal_group(int signal_number) const;
   void kill_and_reap() noexcept;
+  /// Supervised: reads the supervisor's first status line (started or failed).
+  void await_start();
+  /// Supervised: applies the complete status lines received so far to `result`.
+  void apply_status(SubprocessResult& result);
 
   SubprocessOptions options_;
   pid_t pid_ = -1;
-  int output_fd_ = -1;  ///< read end of the stdout (or merged) pipe; owned
-  int error_fd_ = -1;   ///< read end of the stderr pipe when separate_stderr; owned
-  int log_fd_ = -1;     ///< append-only log file; owned
-  int pid_fd_ = -1;     ///< pidfd of the child (readable once it exits); -1 if unsupported
+  int output_fd_ = -1;       ///< read end of the stdout (or merged) pipe; owned
+  int error_fd_ = -1;        ///< read end of the stderr pipe when separate_stderr; owned
+  int log_fd_ = -1;          ///< append-only log file; owned
+  int pid_fd_ = -1;          ///< pidfd of the child (readable once it exits); -1 if unsupported
+  int status_fd_ = -1;       ///< read end of the supervisor's status pipe; owned
+  pid_t program_pid_ = -1;   ///< the program: pid_, or the supervisor's child
+  std::string status_text_;  ///< status bytes not yet applied (a partial line)
+  std::string containment_ = "process group";
+  int supervised_exit_code_ = -1;  ///< from the supervisor's exit line
+  int supervised_signal_ = 0;
+  bool supervised_exit_known_ = false;
+  std::vector<std::string> leftovers_;
   bool reaped_ = false;
   double started_at_s_ = 0.0;
 };
+
+/// The scalebench-supervisor executable: next to this process's executable (bin/ of a build
+/// or an installation), else in the bin/ of the build this was built in; nullopt when neither
+/// holds an executable one.
+std::optional<std::filesystem::path> find_supervisor();
 
 /// Starts `options.argv`, waits, and returns the result. Throws like Subprocess().
 SubprocessResult run_subprocess(SubprocessOptions options);
