@@ -405,7 +405,9 @@ void Subprocess::apply_status(SubprocessResult& result) {
     } else if (line && line->kind == "exit") {
       supervised_exit_known_ = true;
       supervised_exit_code_ = static_cast<int>(line->first);
-      supervised_signal_ = std::atoi(line->rest.c_str());
+      char* end = nullptr;
+      supervised_signal_ = static_cast<int>(std::strtol(line->rest.c_str(), &end, 10));
+      supervised_wall_s_ = std::strtod(end, nullptr);
     }
     status_text_.erase(0, newline + 1);
   }
@@ -554,6 +556,7 @@ SubprocessResult Subprocess::wait() {
   if (supervised_exit_known_) {  // the program's own end, not the supervisor's
     result.exit_code = supervised_exit_code_;
     result.term_signal = supervised_signal_;
+    if (supervised_wall_s_ > 0) result.wall_s = supervised_wall_s_;
   }
   for (std::string* sink : {&result.output, &result.error_output}) {
     if (sink->size() > options_.max_captured_bytes) {

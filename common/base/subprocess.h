@@ -99,7 +99,9 @@ struct SubprocessResult {
   std::string output;        ///< stdout (+ stderr unless separate_stderr), tail-limited
   std::string error_output;  ///< stderr when separate_stderr, else empty
   bool output_truncated = false;
-  double wall_s = 0.0;  ///< from spawn to reaping the child
+  /// From spawn to reaping the child; with a supervisor, the program's own run time (exec
+  /// to exit), without the end of what it left behind.
+  double wall_s = 0.0;
   /// Supervised only: the processes the program left behind when it exited, each ended,
   /// as "pid 123 (comm) command line" (printable ASCII; at most 16 named).
   std::vector<std::string> leftovers;
@@ -164,6 +166,7 @@ class Subprocess {
   std::string containment_ = "process group";
   int supervised_exit_code_ = -1;  ///< from the supervisor's exit line
   int supervised_signal_ = 0;
+  double supervised_wall_s_ = 0;
   bool supervised_exit_known_ = false;
   std::vector<std::string> leftovers_;
   bool reaped_ = false;

@@ -336,7 +336,11 @@ class Supervision {
     int signal_number = 0;
     if (WIFEXITED(program_status_)) code = WEXITSTATUS(program_status_);
     if (WIFSIGNALED(program_status_)) signal_number = WTERMSIG(program_status_);
-    write_status(status_fd_, "exit " + std::to_string(code) + " " + std::to_string(signal_number));
+    std::ostringstream wall;
+    wall.precision(6);
+    wall << std::fixed << exited_at_ - started_at_;
+    write_status(status_fd_, "exit " + std::to_string(code) + " " + std::to_string(signal_number) +
+                                 " " + wall.str());
     return signal_number != 0 ? 128 + signal_number : code;
   }
 
@@ -421,6 +425,7 @@ class Supervision {
   bool program_done_ = false;
   bool parent_gone_ = false;
   bool leftovers_named_ = false;
+  double started_at_ = now_s();  ///< just after the program's exec
   double exited_at_ = -1;
   double term_at_ = -1;
 };

@@ -14,7 +14,9 @@
 //   failed <errno> <text>                 the program could not be started (then it exits 127)
 //   left <pid> <name and command line>    a process the program left behind (at most
 //                                         kMaxNamedLeftovers; all are ended)
-//   exit <exit code> <signal>             how the program ended (-1 / 0 when not known)
+//   exit <exit code> <signal> <wall s>    how the program ended (-1 / 0 when not known) and
+//                                         its run time, exec to exit (its leftovers' end,
+//                                         up to the grace, is not in it)
 #pragma once
 
 #include <sys/types.h>

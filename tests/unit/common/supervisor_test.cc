@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -86,10 +87,10 @@ TEST(SupervisorStatus, ParsesTheFourKindsOfLine) {
   const auto left = supervisor::parse_status_line("left 9 (sleep) sleep 300");
   ASSERT_TRUE(left);
   EXPECT_EQ(left->rest, "(sleep) sleep 300");
-  const auto exit = supervisor::parse_status_line("exit -1 9");
+  const auto exit = supervisor::parse_status_line("exit -1 9 0.250000");
   ASSERT_TRUE(exit);
   EXPECT_EQ(exit->first, -1);
-  EXPECT_EQ(exit->rest, "9");
+  EXPECT_EQ(exit->rest, "9 0.250000");
   EXPECT_FALSE(supervisor::parse_status_line("other 1 x"));
   EXPECT_FALSE(supervisor::parse_status_line("started x"));
   EXPECT_FALSE(supervisor::parse_status_line(""));
@@ -160,9 +161,14 @@ TEST_P(Supervised, ADaemonThatLeftTheGroupIsEndedAndNamed) {
       sh("(setsid sh -c 'trap \"\" TERM; echo $$ > daemon.pid; exec sleep 300' &); "
          "while [ ! -s daemon.pid ]; do sleep 0.01; done; echo started");
   options.working_dir = dir.path();
+  const auto before = std::chrono::steady_clock::now();
   const SubprocessResult result = run_subprocess(options);
+  const std::chrono::duration<double> call = std::chrono::steady_clock::now() - before;
   EXPECT_TRUE(result.ok()) << result.describe();
   EXPECT_EQ(result.output, "started\n");
+  // The run time is the program's: the daemon's end, SIGKILL after the grace (it ignores
+  // SIGTERM), is not in it but is in the call.
+  EXPECT_LE(result.wall_s + options.kill_grace_s, call.count());
   const pid_t daemon = pid_in(dir.path() / "daemon.pid");
   EXPECT_TRUE(process_gone(daemon, 2.0));
   ASSERT_EQ(result.leftovers.size(), 1u);
