@@ -33,7 +33,12 @@ def test_the_summary_names_the_fastest_cell_of_every_experiment(results_file):
         assert any(x.startswith(f"{(failed.status == status).sum()} {status}: ") for x in lines)
     if (ok.trusted != True).any():  # noqa: E712
         assert any("untrusted cells: " in x for x in lines), lines
-    assert lines[-1].startswith("plots and every table: scalebench-analysis report ")
+    # One name for the command (issue 38: the console said scalebench-analysis report here and
+    # scalebench report elsewhere).
+    assert lines[-1] == (
+        f"plots and every table: scalebench report {analysis.results.path} -o report.html"
+    )
+    assert not any("scalebench-analysis" in line for line in lines), lines
 
 
 def test_analyze_ends_with_the_summary_and_every_format_carries_it(results_file, tmp_path):
@@ -41,6 +46,9 @@ def test_analyze_ends_with_the_summary_and_every_format_carries_it(results_file,
     start = console.index("== Summary ==")
     assert all(line.startswith("  ") for line in console[start + 1 :]), "nothing after it"
     assert all(len(line) <= 120 for line in console), "COLUMNS=120 (conftest): long lines wrap"
+    # The summary wraps at 100 (output/fit.py SUMMARY_WIDTH) even on a wider console: `run`
+    # prints it after its own sentences, which wrap at 100 (orchestrator/console_text.h).
+    assert all(len(line) <= 100 for line in console[start:]), console[start:]
     lines = []  # the summary's lines, those wrapped (continued with 4 spaces) joined
     for line in console[start + 1 :]:
         if line.startswith("    "):
@@ -55,6 +63,10 @@ def test_analyze_ends_with_the_summary_and_every_format_carries_it(results_file,
     run_cli("report", results_file, "-o", str(report), check_rc=0)
     html = report.read_text()
     assert html.index("<h2>Summary</h2>") < html.index("<img"), "the report opens with it"
+    # The report is the plots: its summary does not tell the reader to make them.
+    shown = html.split('<ul class="summary">')[1].split("</ul>")[0]
+    assert shown.count("<li>") == len(lines) - 1, shown
+    assert "plots and every table" not in html
 
 
 def test_summary_alone_is_the_last_block_of_analyze(results_file):

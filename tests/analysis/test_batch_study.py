@@ -4,6 +4,7 @@
 The synthetic file plants two auto cells (make_results.plateau_search and
 memory_bound_search); the figures below are computed by hand from their definitions."""
 
+import html
 import json
 import shutil
 
@@ -286,3 +287,7 @@ def test_html_has_the_batch_section(results_file, tmp_path):
     for _key, title, _function in plots.BATCH_PLOTS:
         assert f"<h3>{title.replace('/', '/')}</h3>" in text
     assert "<b>Bottleneck:" in text
+    # Each study's heading is its `study` in <code> (issue 38: the tag was escaped and shown).
+    for study in analysis.batch_studies.study:
+        assert f"<h3><code>{html.escape(study)}</code>" in text, study
+    assert "&lt;code&gt;" not in text

@@ -22,7 +22,10 @@ label columns (`label`, a batch study's `study`, the identity columns of the tab
 have no label) are never dropped, only shortened or, when constant, named once. The width
 is the terminal's (`shutil.get_terminal_size`, which honours `COLUMNS`) when the output
 goes to one, else `COLUMNS`, else `DEFAULT_WIDTH`. Lines that are not tables (the overview,
-the notes, the summary, a long title) wrap at the width, continued indented.
+the notes, a long title) wrap at the width, continued indented. The summary wraps at
+`SUMMARY_WIDTH` when the width is larger: `scalebench run` ends with it, after its own
+sentences, which wrap at 100 columns (orchestrator/console_text.h), so the run's whole
+console fits 100 columns (issue 38: a summary line of 115 columns).
 
 Alternatives rejected: wrapping rows (a row over several lines is no longer a table a
 person can scan down) and renaming headers to shorter words (the console's column names
@@ -39,6 +42,9 @@ import pandas as pd
 
 #: The width when the output is not a terminal and COLUMNS is not set.
 DEFAULT_WIDTH = 120
+#: The summary's lines wrap at this width, or the console's when narrower: kConsoleWidth of
+#: orchestrator/console_text.h, the width of `scalebench run`'s own sentences.
+SUMMARY_WIDTH = 100
 #: A shortened label keeps at least this many characters (step 3).
 _MIN_LABEL = 24
 _CUT = "~"

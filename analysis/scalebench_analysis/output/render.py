@@ -11,7 +11,7 @@ import pandas as pd
 from ..errors import UsageError
 from ..tables import batch, compare, repetitions, summary
 from ..tables.analysis import STATISTICS, Analysis
-from .fit import fit_table, wrap
+from .fit import SUMMARY_WIDTH, fit_table, wrap
 
 TITLES = {
     "overview": "Run",
@@ -280,8 +280,9 @@ def to_console(
         parts.append("")
     if "cells" in analysis.sections:
         parts.append("== Summary ==")
+        narrower = None if width is None else min(width, SUMMARY_WIDTH)  # Note [Console width]
         for line in summary.summary_lines(analysis):
-            parts += _wrapped(f"  {line}", width, "    ")
+            parts += _wrapped(f"  {line}", narrower, "    ")
         parts.append("")
     return "\n".join(parts)
 

@@ -68,7 +68,7 @@ _TEMPLATE = """<!DOCTYPE html>
 {% if studies %}
 <h2 id="batch-size">Batch size</h2>
 {% for study in studies %}
-<h3>{{ study.title }}</h3>
+<h3>{{ study.title | safe }}</h3>
 <ul class="notes">{% for line in study.lines %}<li>{{ line | safe }}</li>{% endfor %}</ul>
 {% endfor %}
 {% for plot in batch_plots %}
@@ -126,7 +126,8 @@ CAPTIONS = {
 
 
 def _inline(markdown: str) -> str:
-    """HTML of one line of study_lines' Markdown: escaped, **bold** and `code` kept."""
+    """HTML of one line of study_lines' Markdown: escaped, **bold** and `code` kept (the
+    template marks it `safe`: escaped here, it must not be escaped again)."""
     text = html.escape(markdown)
     text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
     return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
@@ -252,7 +253,9 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         title=title or f"scalebench report: {analysis.results.path}",
         overview=list(zip(overview.field, overview.value)),
         cards=_cards(analysis),
-        summary=summary.summary_lines(analysis) if "cells" in analysis.sections else [],
+        summary=(
+            summary.summary_lines(analysis, next_step=False) if "cells" in analysis.sections else []
+        ),
         plots=plots,
         studies=studies,
         batch_plots=rendered(BATCH_PLOTS) if studies else [],

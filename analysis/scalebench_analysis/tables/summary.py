@@ -11,7 +11,8 @@ figure of its own):
 * the cells that failed, by status, with the first reason;
 * the untrusted cells with what would fix them (the reasons of quality.py mapped to a
   remedy: more iterations or repetitions for noise, more warm-up for drift);
-* what to run next for the plots (the HTML report).
+* what to run next for the plots: ``scalebench report`` (the console's one name for it;
+  the HTML report, which is that command's output, leaves the line out).
 """
 
 from __future__ import annotations
@@ -84,8 +85,9 @@ def _recommended(results_cells: pd.DataFrame, experiment: str, mode: str) -> str
     return "; recommended batch " + "/".join(str(b) for b in batches)
 
 
-def summary_lines(analysis) -> list[str]:
-    """The summary of `analysis` (tables/analysis.py), one line per fact."""
+def summary_lines(analysis, next_step: bool = True) -> list[str]:
+    """The summary of `analysis` (tables/analysis.py), one line per fact; with `next_step`
+    (and a file), last the command that makes the plots."""
     cells = analysis.sections["cells"]
     ok = cells[cells.status == "ok"]
     lines = []
@@ -125,9 +127,8 @@ def summary_lines(analysis) -> list[str]:
             f"{len(untrusted)} untrusted cells: "
             + ("; ".join(remedies) or "see the cells table's notes")
         )
-    if analysis.results.path:
+    if next_step and analysis.results.path:
         lines.append(
-            f"plots and every table: scalebench-analysis report {analysis.results.path} "
-            "-o report.html"
+            f"plots and every table: scalebench report {analysis.results.path} -o report.html"
         )
     return lines
