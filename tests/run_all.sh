@@ -19,10 +19,13 @@
 #   7. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
 #      documented in docs/reliability.md
 #   8. slurm: a real single-node Slurm cluster (tests/slurm/run.sh)
-# Usage: tests/run_all.sh <repo> <venv python> [suite...]. With suites named, only those run;
-# the names: format ctest asan gpukit tidy analysis ruff fuzz slurm. Set SCALEBENCH_SKIP_SLURM=1
-# to skip step 8. Each suite's time goes into the timing table (tests/timings.sh).
+# Usage: tests/run_all.sh <repo> <venv python> [suite...]. With suites named (of `suites` below),
+# only those run. Set SCALEBENCH_SKIP_SLURM=1 to skip step 8. Each suite's time goes into the
+# timing table (tests/timings.sh). To run them under a known background load:
+# tests/under_load.sh tests/run_all.sh <repo> <venv python> [suite...] (docs/contributing.md).
 set -euo pipefail
+# The suites, in the order they run (each run_step below names one of them).
+suites=(format ctest asan gpukit tidy analysis ruff fuzz slurm)
 # `scalebench run` prints the analysis' summary at its end (Note [The run ends with the
 # answer]); the suites' many runs skip it, except the quickstart run that checks it.
 export SCALEBENCH_RUN_SUMMARY=0
@@ -31,13 +34,10 @@ python="$2"
 shift 2
 selected=("$@")
 for suite in "${selected[@]}"; do
-  case "$suite" in
-    format | ctest | asan | gpukit | tidy | analysis | ruff | fuzz | slurm) ;;
-    *)
-      echo "tests/run_all.sh: unknown suite '$suite'; the suites: format ctest asan gpukit tidy analysis ruff fuzz slurm" >&2
-      exit 2
-      ;;
-  esac
+  if [[ " ${suites[*]} " != *" $suite "* ]]; then
+    echo "tests/run_all.sh: unknown suite '$suite'; the suites: ${suites[*]}" >&2
+    exit 2
+  fi
 done
 cd "$repo"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -51,6 +51,7 @@ step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 run_step() {
   local suite="$1" name="$2"
   shift 2
+  [[ " ${suites[*]} " == *" $suite "* ]] || { echo "run_step: suite '$suite' is not in suites" >&2; exit 2; }
   if ((${#selected[@]})) && [[ " ${selected[*]} " != *" $suite "* ]]; then return 0; fi
   step "$name"
   if timed "$name" "$@"; then echo "--- $name: passed"; else echo "--- $name: FAILED"; failures+=("$name"); fi
@@ -152,21 +153,37 @@ run_program_demo() {
 }
 # The tests that read a results file, on the real files (tests/analysis/conftest.py runs only
 # those when a file is given); every test, on the synthetic file, in the next step.
+# The variables that name the real runs' files for pytest (tests/analysis/conftest.py
+# FILE_FIXTURES), NAME=path, in one list: the run on the real files sets them, the run on the
+# synthetic files unsets every one of them.
+real_run_files=(
+  SCALEBENCH_RESULTS_FILE="$repo/build/test-runs/quickstart.h5"
+  SCALEBENCH_RUN_OUTPUT="$repo/build/test-runs/quickstart.out"
+  SCALEBENCH_REPETITIONS_FILE="$repo/build/test-runs/repetitions.h5"
+  SCALEBENCH_PROGRAMS_FILE="$repo/build/test-runs/programs/results.h5"
+  SCALEBENCH_AOTI_FILE="$repo/build/test-runs/aoti/results.h5"
+  SCALEBENCH_COMPILE_FILE="$repo/build/test-runs/compile_axis.h5"
+  SCALEBENCH_BATCH_AUTO_FILE="$repo/build/test-runs/batch_auto.h5"
+)
+framework_run_files=(
+  SCALEBENCH_LIGHTNING_FILE="$repo/build/test-runs/lightning/results.h5"
+  SCALEBENCH_LIGHTNING_TASKS_FILE="$repo/build/test-runs/lightning/tasks.h5"
+  SCALEBENCH_JAX_FILE="$repo/build/test-runs/jax_mlp.h5"
+  SCALEBENCH_KERAS_FILE="$repo/build/test-runs/keras_mlp.h5"
+)
 pytest_on_real_runs() {
-  local runs="$repo/build/test-runs" frameworks=()
-  if have_frameworks; then
-    frameworks=(SCALEBENCH_LIGHTNING_FILE="$runs/lightning/results.h5"
-      SCALEBENCH_LIGHTNING_TASKS_FILE="$runs/lightning/tasks.h5"
-      SCALEBENCH_JAX_FILE="$runs/jax_mlp.h5" SCALEBENCH_KERAS_FILE="$runs/keras_mlp.h5")
-  fi
-  env SCALEBENCH_RESULTS_FILE="$runs/quickstart.h5" SCALEBENCH_RUN_OUTPUT="$runs/quickstart.out" \
-    SCALEBENCH_REPETITIONS_FILE="$runs/repetitions.h5" \
-    SCALEBENCH_PROGRAMS_FILE="$runs/programs/results.h5" \
-    SCALEBENCH_AOTI_FILE="$runs/aoti/results.h5" \
-    SCALEBENCH_COMPILE_FILE="$runs/compile_axis.h5" \
-    SCALEBENCH_BATCH_AUTO_FILE="$runs/batch_auto.h5" "${frameworks[@]}" \
-    "$python" -m pytest -q tests/analysis
+  local files=("${real_run_files[@]}")
+  if have_frameworks; then files+=("${framework_run_files[@]}"); fi
+  env "${files[@]}" "$python" -m pytest -q tests/analysis
 }
+# `env -u NAME` for every variable of the two lists.
+unset_real_run_files() {
+  local assignment
+  for assignment in "${real_run_files[@]}" "${framework_run_files[@]}"; do
+    printf '%s\n' -u "${assignment%%=*}"
+  done
+}
+mapfile -t unset_real_runs < <(unset_real_run_files)
 
 run_step format "clang-format" check_format
 run_step ctest "ctest (release)" ctest --preset release -j 2
@@ -177,9 +194,7 @@ run_step analysis "analysis (real runs: quickstart, repetitions, batch auto, pro
 run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framework_runs
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
-  env -u SCALEBENCH_RESULTS_FILE -u SCALEBENCH_REPETITIONS_FILE -u SCALEBENCH_PROGRAMS_FILE \
-  -u SCALEBENCH_LIGHTNING_FILE -u SCALEBENCH_LIGHTNING_TASKS_FILE -u SCALEBENCH_JAX_FILE \
-  -u SCALEBENCH_KERAS_FILE -u SCALEBENCH_BATCH_AUTO_FILE SCALEBENCH_BUILD_DIR="$repo/build/release" \
+  env "${unset_real_runs[@]}" SCALEBENCH_BUILD_DIR="$repo/build/release" \
   "$python" -m pytest -q -rs tests/analysis
 run_step ruff "ruff (analysis)" check_ruff
 run_step fuzz "fuzz (15 s per target)" tests/fuzz/run.sh 15
