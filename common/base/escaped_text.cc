@@ -1,5 +1,6 @@
 #include "common/base/escaped_text.h"
 
+#include <algorithm>
 #include <array>
 
 namespace scalebench {
@@ -28,14 +29,13 @@ size_t utf8_sequence_length(std::string_view text) {
   return 0;
 }
 
-}  // namespace
-
-std::string printable_output(std::string_view text) {
+/// printable_output() when `keep_lines`, else printable_line().
+std::string printable(std::string_view text, bool keep_lines) {
   std::string out;
   out.reserve(text.size());
   while (!text.empty()) {
     const auto first = static_cast<unsigned char>(text.front());
-    if (first == '\n' || first == '\t') {
+    if (keep_lines && (first == '\n' || first == '\t')) {
       out += text.front();
       text.remove_prefix(1);
       continue;
@@ -55,6 +55,23 @@ std::string printable_output(std::string_view text) {
     text.remove_prefix(length);
   }
   return out;
+}
+
+}  // namespace
+
+std::string printable_output(std::string_view text) { return printable(text, true); }
+
+std::string printable_line(std::string_view text) { return printable(text, false); }
+
+std::string_view utf8_prefix(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t end = 0;
+  while (end < max_bytes) {
+    const size_t length = std::max<size_t>(1, utf8_sequence_length(text.substr(end)));
+    if (end + length > max_bytes) break;
+    end += length;
+  }
+  return text.substr(0, end);
 }
 
 std::string escaped(std::string_view text) {

@@ -21,6 +21,15 @@ namespace scalebench {
 /// results file holds UTF-8). Pure.
 [[nodiscard]] std::string printable_output(std::string_view text);
 
+/// One line of text from outside (a program's record, a name it reported) as stored and
+/// shown: as printable_output(), but newlines and tabs are escaped too, so it stays one line.
+/// Pure.
+[[nodiscard]] std::string printable_line(std::string_view text);
+
+/// The longest prefix of `text` of at most `max_bytes` bytes that does not end inside a valid
+/// UTF-8 sequence (a quote cut there stays valid UTF-8). Pure.
+[[nodiscard]] std::string_view utf8_prefix(std::string_view text, size_t max_bytes);
+
 /// escaped(path.string()). A template only so that a std::string argument, which converts
 /// to both a path and a string_view, picks the overload above.
 template <class Path>

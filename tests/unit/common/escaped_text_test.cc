@@ -42,5 +42,22 @@ TEST(PrintableOutput, KeepsLinesAndUtf8AndEscapesTheRest) {
   EXPECT_EQ(printable_output("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
 }
 
+TEST(PrintableLine, EscapesLinesAndTabsToo) {
+  // A record quoted in a reason: one line, no escape sequence, valid UTF-8 (issue 41).
+  EXPECT_EQ(printable_line("a\tb\nc\xc3\xa9"), "a\\tb\\nc\xc3\xa9");
+  EXPECT_EQ(printable_line("\x1b]0;title\x07\x1b[2J\xff"),
+            "\\x1b]0;title\\x07\\x1b[2J\xef\xbf\xbd");
+}
+
+TEST(Utf8Prefix, NeverCutsACharacter) {
+  const std::string euro = "\xe2\x82\xac";  // 3 bytes
+  EXPECT_EQ(utf8_prefix("abc", 5), "abc");
+  EXPECT_EQ(utf8_prefix("ab" + euro, 4), "ab");
+  EXPECT_EQ(utf8_prefix("ab" + euro, 5), "ab" + euro);
+  EXPECT_EQ(utf8_prefix(euro + euro, 3), euro);
+  EXPECT_EQ(utf8_prefix(euro, 0), "");
+  EXPECT_EQ(utf8_prefix("\xff\xff\xff", 2), "\xff\xff");  // invalid bytes: one each
+}
+
 }  // namespace
 }  // namespace scalebench
