@@ -9,11 +9,37 @@
 // them on the group's shared clock without any exchange. A line that is not such a record fails the
 // cell with the line quoted: the channel is the program's private, framed report, never a scrape of
 // its stdout.
+//
+// Note [Program record bounds]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A program is not trusted to be sane (issue 41), so what a worker keeps of its records is
+// bounded whatever it sends, and a time it could not have measured is refused:
+//  * memory: a line is never read past kMaxRecordBytes (report_pipe.h reads no further than
+//    the limit and the line's newline); at most max_steps step records (step_limit: twice
+//    warm-up + iterations, plus kStepMargin, so a loop off by a few steps still passes), at
+//    most kMaxPhaseNames distinct phase names and kMaxMetricNames metric names of at most
+//    kMaxNameBytes each; a later hello replaces the earlier. A flood of step records fails
+//    the cell at max_steps + 1 with the record quoted, and the program is ended.
+//  * time: each step and phase lies inside the program's life, from just before its launch
+//    (launch_ns) to the moment the worker read the line (read_ns; at most its exit), and each
+//    phase inside its step, all within the clock's resolution (resolution_ns): the client's
+//    times are CLOCK_MONOTONIC, the worker's steady_clock, so a time outside is a bug or a lie,
+//    never a clock offset. A time above INT64_MAX ns (2^63 - 1: 292 years of uptime) is
+//    refused as such, not wrapped into a negative one.
+//  * text: a record quoted in a reason is cut at 200 bytes on a character boundary and shown
+//    with printable_line() (control characters escaped, invalid UTF-8 replaced); names with a
+//    control character are refused, and the error message, framework and versions are kept as
+//    printable_output()/printable_line() make them (docs/programs.md#failures).
+//  * outputs: the announced samples x the sample's shape x 4 bytes are computed without
+//    overflow and may not exceed kMaxOutputBytes.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +49,25 @@ namespace scalebench {
 
 inline constexpr int kRecordVersion = 1;
 inline constexpr std::size_t kMaxRecordBytes = std::size_t{64} << 10;
+/// Note [Program record bounds]: what a report may hold.
+inline constexpr int64_t kStepMargin = 100;
+inline constexpr std::size_t kMaxPhaseNames = 256;
+inline constexpr std::size_t kMaxMetricNames = 1024;
+inline constexpr std::size_t kMaxNameBytes = 256;
+inline constexpr int64_t kMaxOutputBytes = int64_t{1} << 30;
+
+/// Note [Program record bounds]: the steps a program of `warmup` + `iterations` steps may
+/// report: twice that, plus kStepMargin.
+[[nodiscard]] int64_t step_limit(int64_t warmup, int64_t iterations);
+
+/// What a line must respect beyond its syntax (Note [Program record bounds]); times are
+/// steady_clock (CLOCK_MONOTONIC) nanoseconds. The defaults bound nothing.
+struct RecordBounds {
+  int64_t launch_ns = std::numeric_limits<int64_t>::min();  ///< just before the launch
+  int64_t read_ns = std::numeric_limits<int64_t>::max();    ///< when the line was read
+  int64_t resolution_ns = 1;  ///< the clock's resolution: the slack of every comparison
+  int64_t max_steps = std::numeric_limits<int64_t>::max();
+};
 
 /// A line of the channel that is not a valid record. The message quotes (the start of) it.
 class ProgramRecordError : public Error {
@@ -47,6 +92,7 @@ struct ProgramReport {
   int hello_rank = -1;
   int hello_world_size = -1;
   std::vector<ProgramStep> steps;
+  std::set<std::string> phase_names;      ///< distinct phase names (Note [Program record bounds])
   std::map<std::string, double> metrics;  ///< last value of each
   /// Note [Accuracy across cells]: samples of outputs the program wrote to its outputs file
   /// (SCALEBENCH_OUTPUTS_FILE, float32) and the shape of one sample.
@@ -60,12 +106,15 @@ struct ProgramReport {
 };
 
 /// Adds one line (without its newline) to `report`. Throws ProgramRecordError for a line
-/// that is too long, not JSON, of another major version, or missing a field of its type.
-void apply_record(ProgramReport& report, const std::string& line);
+/// that is too long, not JSON, of another major version, missing a field of its type, or
+/// outside `bounds` (Note [Program record bounds]).
+void apply_record(ProgramReport& report, const std::string& line,
+                  const RecordBounds& bounds = RecordBounds{});
 
 /// Splits `buffer` at newlines, applying each complete line and leaving the incomplete rest
 /// in `buffer`. Throws like apply_record, and for a partial line above kMaxRecordBytes.
-void apply_records(ProgramReport& report, std::string& buffer);
+void apply_records(ProgramReport& report, std::string& buffer,
+                   const RecordBounds& bounds = RecordBounds{});
 
 /// The timings of `report` as a rank's result: `phases` (every reported phase in first-seen
 /// order, then `step_phase` spanning the step), row-major `timings_s` and `phase_starts_s`
