@@ -1,6 +1,7 @@
 // The `scalebench` executable: dispatches to the command implementations, with the
-// LibTorch worker as the CellRunner of `scalebench run`.
+// LibTorch worker and program cells as the CellRunner of `scalebench run`.
 #include "orchestrator/cli.h"
+#include "protocol/program/program_cell.h"
 #include "worker/aoti_model.h"
 #include "worker/collective_probe.h"
 #include "worker/compiled_twin.h"
@@ -9,9 +10,14 @@
 #include "worker/versions.h"
 
 int main(int argc, char** argv) {
-  const scalebench::WorkerFactory worker{
-      scalebench::make_torch_cell_runner, scalebench::library_versions,
-      scalebench::make_collective_probe,  scalebench::make_self_test,
-      scalebench::aoti_available,         scalebench::write_zoo_state};
+  const auto make_runner = [] {
+    return scalebench::with_program_cells(scalebench::make_torch_cell_runner());
+  };
+  const scalebench::WorkerFactory worker{make_runner,
+                                         scalebench::library_versions,
+                                         scalebench::make_collective_probe,
+                                         scalebench::make_self_test,
+                                         scalebench::aoti_available,
+                                         scalebench::write_zoo_state};
   return scalebench::run_cli(argc, argv, worker);
 }

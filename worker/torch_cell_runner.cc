@@ -17,7 +17,6 @@
 #include "common/cell/zoo_names.h"
 #include "protocol/cell_progress_reporter.h"
 #include "protocol/mpi_check.h"
-#include "protocol/program/program_cell.h"
 #include "worker/batch_probe.h"
 #include "worker/cpu_allocation_counter.h"
 #include "worker/cpu_threads.h"
@@ -208,13 +207,6 @@ class TorchCellRunner : public CellRunner {
   RankResult run(const Assignment& assignment, MPI_Comm group,
                  const WorkerContext& context) override {
     const CellSpec& cell = assignment.cell;
-    if (!cell.program.command.empty()) {
-      // Note [Program cells]: the user's program owns the device; this rank only launches it
-      // (cudaGetDeviceCount asks the driver and creates no context).
-      const bool cuda = cell.device == Device::kCuda ||
-                        (cell.device == Device::kAuto && torch::cuda::is_available());
-      return run_program_cell(assignment, group, context, cuda ? "cuda" : "cpu");
-    }
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(cell.timeout_s));

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 
 #include "common/cell/messages.h"
@@ -18,5 +19,11 @@ namespace scalebench {
 /// `context.local_index`). Creates no CUDA context and no NCCL communicator.
 RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
                             const WorkerContext& context, const std::string& device);
+
+/// The runner of a worker rank: program cells (`program:` set) run through run_program_cell,
+/// every other cell through `builtin` (the LibTorch runner in the executable, a fake one in
+/// tests). The device of a program cell is `cuda` when the cell asks for it, or when it says
+/// `auto` and `builtin` reports a GPU. Keeps CellRunner's contract.
+std::unique_ptr<CellRunner> with_program_cells(std::unique_ptr<CellRunner> builtin);
 
 }  // namespace scalebench

@@ -4,11 +4,11 @@
 // Note [Program report channel]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // One JSON object per line (at most kMaxRecordBytes), each with "v" (kRecordVersion) and
-// "type": hello | step | metric | memory | outputs | error | summary. Times are CLOCK_MONOTONIC
-// integer nanoseconds (Python's time.monotonic_ns(), the worker's steady_clock), so the worker puts
-// them on the group's shared clock without any exchange. A line that is not such a record fails the
-// cell with the line quoted: the channel is the program's private, framed report, never a scrape of
-// its stdout.
+// "type": hello | step | metric | memory | outputs | error | ended | code | summary. Times are
+// CLOCK_MONOTONIC integer nanoseconds (Python's time.monotonic_ns(), the worker's steady_clock), so
+// the worker puts them on the group's shared clock without any exchange. A line that is not such a
+// record fails the cell with the line quoted: the channel is the program's private, framed report,
+// never a scrape of its stdout.
 //
 // Note [Program record bounds]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -84,6 +84,22 @@ struct ProgramStep {
   std::vector<std::string> phase_order;                     ///< names in begin order
 };
 
+/// The `code` record (Note [Program code identity], protocol/program/program_checks.h): which
+/// code of the branch's tree the program ran. Texts bounded and printable.
+struct ProgramCode {
+  struct Package {
+    std::string name;
+    std::string file;  ///< "" when the program did not import it
+    std::string origin;
+    bool in_tree = true;
+  };
+  std::string tree;
+  std::string digest;  ///< "sha256:<hex>" of the tree's imported sources
+  int64_t files = 0;
+  std::vector<Package> packages;
+  std::string error;  ///< the client could not tell (then nothing else is set)
+};
+
 /// Everything one rank's program reported.
 struct ProgramReport {
   bool hello = false;
@@ -103,6 +119,10 @@ struct ProgramReport {
   std::optional<std::string> error_kind;  ///< "oom" or "error"
   std::string error_message;
   bool summary = false;
+  /// Note [Program steps asked and run]: the last `ended` record ("" without one).
+  std::string ended_by;
+  std::string ended_message;
+  std::optional<ProgramCode> code;  ///< the `code` record (Note [Program code identity])
 };
 
 /// Adds one line (without its newline) to `report`. Throws ProgramRecordError for a line

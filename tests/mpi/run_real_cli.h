@@ -1,6 +1,6 @@
-// `scalebench run <args...>` in-process with the real LibTorch CellRunner, for MPI tests that
-// drive the whole command path, the broadcast of rank 0's scratch folder, and the two
-// together: a matrix text run as a user would. Every rank calls each of them.
+// `scalebench run <args...>` in-process with the real CellRunner (LibTorch and program cells), for
+// MPI tests that drive the whole command path, the broadcast of rank 0's scratch folder, and the
+// two together: a matrix text run as a user would. Every rank calls each of them.
 #pragma once
 
 #include <mpi.h>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "orchestrator/cli.h"
+#include "protocol/program/program_cell.h"
 #include "worker/collective_probe.h"
 #include "worker/self_test.h"
 #include "worker/torch_cell_runner.h"
@@ -25,8 +26,8 @@ inline int run_real_scalebench(std::vector<std::string> args) {
   std::vector<char*> argv;
   argv.reserve(args.size());
   for (auto& arg : args) argv.push_back(arg.data());
-  const WorkerFactory worker{make_torch_cell_runner, library_versions, make_collective_probe,
-                             make_self_test};
+  const auto make_runner = [] { return with_program_cells(make_torch_cell_runner()); };
+  const WorkerFactory worker{make_runner, library_versions, make_collective_probe, make_self_test};
   return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
 }
 

@@ -1,0 +1,26 @@
+// The launch contract of docs/programs.md: a program cell's command with its placeholders
+// filled and the environment its program sees (torchrun's variables, SCALEBENCH_*, the
+// experiment's `env`; the launcher's own variables scrubbed). See Note [Program cells].
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "common/base/subprocess.h"
+#include "common/cell/messages.h"
+#include "protocol/cell_runner.h"
+#include "protocol/program/torchrun_layout.h"
+
+namespace scalebench::program {
+
+/// The float32 file of handed outputs, in the rank's output folder (SCALEBENCH_OUTPUTS_FILE).
+inline constexpr const char* kOutputsFile = "validation_outputs.f32";
+
+/// The command with its placeholders filled, and its environment: the launch contract of
+/// docs/programs.md, then the experiment's `env`. Throws std::invalid_argument for a
+/// placeholder that cannot be filled.
+SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLayout& layout,
+                                 const WorkerContext& context, const std::string& device,
+                                 const std::filesystem::path& output_dir, double budget_bytes);
+
+}  // namespace scalebench::program

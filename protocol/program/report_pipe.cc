@@ -1,0 +1,45 @@
+#include "protocol/program/report_pipe.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <stdexcept>
+
+namespace scalebench::program {
+
+ReportPipe::ReportPipe() {
+  std::array<int, 2> fds{-1, -1};
+  if (::pipe2(fds.data(), O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  read_fd_ = fds[0];
+  write_fd_ = fds[1];
+  ::fcntl(read_fd_, F_SETFL, ::fcntl(read_fd_, F_GETFL) | O_NONBLOCK);
+}
+
+ReportPipe::~ReportPipe() {
+  close_write();
+  if (read_fd_ >= 0) ::close(read_fd_);
+}
+
+void ReportPipe::close_write() {
+  if (write_fd_ >= 0) ::close(write_fd_);
+  write_fd_ = -1;
+}
+
+bool ReportPipe::drain(std::string& buffer) {
+  bool any = false;
+  std::array<char, 65536> chunk{};
+  while (true) {
+    const ssize_t n = ::read(read_fd_, chunk.data(), chunk.size());
+    if (n > 0) {
+      buffer.append(chunk.data(), static_cast<size_t>(n));
+      any = true;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return any;
+  }
+}
+
+}  // namespace scalebench::program

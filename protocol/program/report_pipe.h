@@ -1,0 +1,29 @@
+// The channel a program writes its records to (Note [Program report channel]): a pipe whose
+// write end the child holds as descriptor kPassedFd, read here without blocking.
+#pragma once
+
+#include <string>
+
+namespace scalebench::program {
+
+/// The read end of a pipe, non-blocking, owned; drained into a text buffer.
+class ReportPipe {
+ public:
+  /// Throws std::runtime_error when no pipe can be made.
+  ReportPipe();
+  ~ReportPipe();
+  ReportPipe(const ReportPipe&) = delete;
+  ReportPipe& operator=(const ReportPipe&) = delete;
+  [[nodiscard]] int write_fd() const { return write_fd_; }
+  /// Closes this process's write end (once the child holds it), so that end of file means
+  /// the program and everything it started closed theirs.
+  void close_write();
+  /// Appends what is there to `buffer`; true when anything was read.
+  bool drain(std::string& buffer);
+
+ private:
+  int read_fd_ = -1;
+  int write_fd_ = -1;
+};
+
+}  // namespace scalebench::program
