@@ -128,10 +128,11 @@ struct LoopResult {
 // or `warmup: auto` votes so even for inference: its ranks meet at every block's decision
 // (Note [Iterations auto]), so they must stop together.
 
-/// Runs warm-up then measured iterations of `workload`. The group meets in an MPI_Barrier
-/// before the first iteration (the origin of Note [Shared cell clock]) and again between
-/// warm-up and measured iterations so measured loops start together.
-/// Exceptions from the workload propagate (the cell runner records them).
+/// Runs warm-up then measured iterations of `workload` (worker/timed_loop.cc: one loop of
+/// blocks for each, sized by the rules of Note [Measured blocks]). The group meets in an
+/// MPI_Barrier before the first iteration (the origin of Note [Shared cell clock]) and again
+/// between warm-up and measured iterations so measured loops start together. Exceptions from the
+/// workload propagate (the cell runner records them).
 LoopResult run_timed_loop(Workload& workload, const LoopOptions& options);
 
 /// Seconds of the steady clock from `start` to now (start-up and wall-clock figures).
