@@ -28,6 +28,20 @@
 namespace scalebench {
 namespace {
 
+/// One stage before the cells (the prepare steps, the compile axis' twins) taken: its cells
+/// left to run replace `to_run`, its failed cells (recorded by the stage) count as done, and
+/// under --fail-fast a failure starts no cell. `what` names a failure of the stage.
+template <typename StageOutcome>
+void take_stage(StageOutcome& stage, const char* what, bool fail_fast,
+                std::vector<CellSpec>& to_run, size_t& already_done) {
+  to_run = std::move(stage.to_run);
+  already_done += stage.failed_cells;
+  if (fail_fast && stage.failed_cells > 0) {
+    SB_LOG(warning) << "--fail-fast: " << what << " failed; no cell is started";
+    to_run.clear();
+  }
+}
+
 std::map<std::string, std::filesystem::path> worktrees_of(
     const std::map<std::string, ResolvedBranch>& branches) {
   std::map<std::string, std::filesystem::path> worktrees;
@@ -163,22 +177,14 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
   try {
     auto steps = run_prepare_steps(matrix.matrix(), matrix.branches(), std::move(prepared.to_run),
                                    options.effective_log_dir(), sink);
-    prepared.to_run = std::move(steps.to_run);
-    orchestration.already_done += steps.failed_cells;
-    if (options.fail_fast && steps.failed_cells > 0) {
-      SB_LOG(warning) << "--fail-fast: a prepare step failed; no cell is started";
-      prepared.to_run.clear();
-    }
+    take_stage(steps, "a prepare step", options.fail_fast, prepared.to_run,
+               orchestration.already_done);
     // Note [Compiled twins]: after the prepare steps, which may write a checkpoint.
     auto twins = export_compiled_twins(std::move(prepared.to_run),
                                        twin_export_context(options, hellos, worker, inputs), sink);
-    prepared.to_run = std::move(twins.to_run);
-    orchestration.already_done += twins.failed_cells;
+    take_stage(twins, "a twin of the compile axis", options.fail_fast, prepared.to_run,
+               orchestration.already_done);
     inputs.set_compiled_twins(std::move(twins.twins));
-    if (options.fail_fast && twins.failed_cells > 0) {
-      SB_LOG(warning) << "--fail-fast: a twin of the compile axis failed; no cell is started";
-      prepared.to_run.clear();
-    }
     outcome = run_orchestrator(prepared.to_run, hellos, sink, orchestration);
     if (outcome.abort_message) {
       flush_before_abort(sink);
