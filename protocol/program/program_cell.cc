@@ -8,6 +8,7 @@
 #include <optional>
 #include <system_error>
 
+#include "protocol/program/cell_folder.h"
 #include "protocol/program/handed_outputs.h"
 #include "protocol/program/launch_environment.h"
 #include "protocol/program/program_attempt.h"
@@ -38,6 +39,7 @@ namespace scalebench {
 //
 using program::Attempt;
 using program::attempt_program;
+using program::CellFolder;
 using program::handed_outputs;
 using program::kOutputsFile;
 using program::output_tail;
@@ -61,20 +63,15 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
   result.host = context.host;
   result.device = device;
 
-  const auto cell_dir =
-      std::filesystem::temp_directory_path() /
-      ("scalebench-program-" + assignment.cell.cell_id + "-" + std::to_string(::getpid()));
-  const auto output_dir = cell_dir / ("rank" + std::to_string(layout.rank));
+  // The folder's one owner: gone on every way out, a throw included (issue 41).
+  const CellFolder cell_dir(std::filesystem::temp_directory_path(), assignment.cell.cell_id);
+  const auto output_dir = cell_dir.path() / ("rank" + std::to_string(layout.rank));
   const double budget_bytes = program_budget_bytes(assignment.cell, device, context);
   Assignment timed = assignment;
   if (assignment.cell.batch_size == kBatchAuto) {  // Note [Program memory budget]
     const int64_t batch = search_program_batch(assignment, layout, context, device, output_dir,
                                                budget_bytes, deadline, group, result);
-    if (batch == 0) {
-      std::error_code ignored;
-      std::filesystem::remove_all(cell_dir, ignored);
-      return result;
-    }
+    if (batch == 0) return result;
     timed.cell.batch_size = batch;
     result.metrics["batch_size"] = static_cast<double>(batch);
     result.effective["batch_size"] = std::to_string(batch);
@@ -92,9 +89,6 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
   } catch (const CellError& e) {
     outputs_error = e;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(cell_dir, ignored);
-
   const ProgramRun& run = attempt.run;
   result.metrics["loop_origin_epoch_s"] = attempt.origin_epoch_s;
   record_report(result, run, timed.cell, attempt.origin_s);

@@ -128,13 +128,11 @@ struct ProgramReport {
 /// Adds one line (without its newline) to `report`. Throws ProgramRecordError for a line
 /// that is too long, not JSON, of another major version, missing a field of its type, or
 /// outside `bounds` (Note [Program record bounds]).
-void apply_record(ProgramReport& report, const std::string& line,
-                  const RecordBounds& bounds = RecordBounds{});
+void apply_record(ProgramReport& report, const std::string& line, const RecordBounds& bounds);
 
 /// Splits `buffer` at newlines, applying each complete line and leaving the incomplete rest
 /// in `buffer`. Throws like apply_record, and for a partial line above kMaxRecordBytes.
-void apply_records(ProgramReport& report, std::string& buffer,
-                   const RecordBounds& bounds = RecordBounds{});
+void apply_records(ProgramReport& report, std::string& buffer, const RecordBounds& bounds);
 
 /// The timings of `report` as a rank's result: `phases` (every reported phase in first-seen
 /// order, then `step_phase` spanning the step), row-major `timings_s` and `phase_starts_s`

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <string>
 
 #include "common/base/subprocess.h"
@@ -25,10 +26,10 @@ struct ProgramRun {
 /// Runs the program to its end, reading its records as they come; ends it early on a
 /// malformed record, a kProgramStop from the group, or at `timeout_s` (the cell's limit, as
 /// for every cell: the worker ends the program before rank 0's watchdog, which allows
-/// timeout_s + its grace, gives up on the cell). Throws SubprocessError when it cannot be
-/// started.
+/// timeout_s + its grace, gives up on the cell), or beyond `max_steps` step records (Note
+/// [Program record bounds]). Throws SubprocessError when it cannot be started.
 ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeout_s,
-                        double rss_budget_bytes);
+                        double rss_budget_bytes, int64_t max_steps);
 
 /// The bounded, printable tail of a program's output (stdout and stderr merged).
 std::string output_tail(const ProgramRun& run);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <stdexcept>
@@ -27,19 +28,21 @@ void ReportPipe::close_write() {
   write_fd_ = -1;
 }
 
-bool ReportPipe::drain(std::string& buffer) {
-  bool any = false;
+std::size_t ReportPipe::drain(std::string& buffer, std::size_t limit_bytes) {
+  std::size_t read = 0;
   std::array<char, 65536> chunk{};
-  while (true) {
-    const ssize_t n = ::read(read_fd_, chunk.data(), chunk.size());
+  while (buffer.size() < limit_bytes) {
+    const ssize_t n =
+        ::read(read_fd_, chunk.data(), std::min(chunk.size(), limit_bytes - buffer.size()));
     if (n > 0) {
       buffer.append(chunk.data(), static_cast<size_t>(n));
-      any = true;
+      read += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    return any;
+    break;  // nothing there (EAGAIN) or every write end closed
   }
+  return read;
 }
 
 }  // namespace scalebench::program

@@ -2,6 +2,7 @@
 // write end the child holds as descriptor kPassedFd, read here without blocking.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace scalebench::program {
@@ -18,8 +19,10 @@ class ReportPipe {
   /// Closes this process's write end (once the child holds it), so that end of file means
   /// the program and everything it started closed theirs.
   void close_write();
-  /// Appends what is there to `buffer`; true when anything was read.
-  bool drain(std::string& buffer);
+  /// Appends what is there to `buffer`, never beyond `limit_bytes` in all, so a line is never
+  /// read past the record limit (Note [Program record bounds]); returns the bytes read (0:
+  /// nothing there, or `buffer` already holds `limit_bytes`).
+  std::size_t drain(std::string& buffer, std::size_t limit_bytes);
 
  private:
   int read_fd_ = -1;

@@ -1,0 +1,38 @@
+// Note [Program record bounds]: the report channel is never read past the record limit, however
+// much a program has written (issue 41: drain used to read the pipe empty first).
+#include "protocol/program/report_pipe.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "protocol/program/program_report.h"
+
+namespace scalebench::program {
+namespace {
+
+TEST(ProgramReportPipe, NeverReadsPastTheLimit) {
+  ReportPipe pipe;
+  const int write_fd = pipe.write_fd();
+  constexpr int kPipeBytes = 1 << 20;
+  if (::fcntl(write_fd, F_SETPIPE_SZ, kPipeBytes) < kPipeBytes) {
+    GTEST_SKIP() << "the pipe cannot hold 1 MiB here (fs.pipe-max-size)";
+  }
+  const std::string line(200 * 1024, 'x');  // an endless line, as far as the reader knows
+  ASSERT_EQ(::write(write_fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  const std::size_t limit = kMaxRecordBytes + 1;
+  std::string buffer;
+  EXPECT_EQ(pipe.drain(buffer, limit), limit);
+  EXPECT_EQ(buffer.size(), limit);
+  EXPECT_EQ(pipe.drain(buffer, limit), 0U);  // full: nothing more is read
+  buffer = "abc";
+  EXPECT_EQ(pipe.drain(buffer, limit), limit - 3);
+  buffer.clear();
+  EXPECT_EQ(pipe.drain(buffer, 1 << 30), line.size() - 2 * limit + 3);  // the rest, then empty
+  EXPECT_EQ(pipe.drain(buffer, 1 << 30), 0U);
+}
+
+}  // namespace
+}  // namespace scalebench::program
