@@ -15,7 +15,13 @@ from .errors import AnalysisError, ProbeFileError, ResultsFileError, UsageError
 from .read.cells import LAYOUT_1_0_THRESHOLDS
 from .read.loader import SUPPORTED_LAYOUT_MAJOR, Results, load
 from .tables.analysis import Analysis, AnalysisOptions, analyze
-from .tables.compare import GateOptions, regression_table, speedup_between_files, speedup_in_file
+from .tables.compare import (
+    GateOptions,
+    compare_tables,
+    regression_table,
+    speedup_between_files,
+    speedup_in_file,
+)
 from .tables.probe import Probe, is_probe_file, load_probe
 from .tables.quality import QualityOptions, straggler_table, trust_table
 
@@ -34,6 +40,7 @@ __all__ = [
     "SUPPORTED_LAYOUT_MAJOR",
     "UsageError",
     "analyze",
+    "compare_tables",
     "is_probe_file",
     "load",
     "load_probe",

@@ -83,15 +83,6 @@ def _add_gate(parser: argparse.ArgumentParser) -> None:
         help="significance level of the test and the confidence interval (default 0.05)",
     )
     group.add_argument(
-        "--bootstrap",
-        type=int,
-        default=compare.GateOptions.bootstrap,
-        help="bootstrap draws for the confidence interval (default 2000)",
-    )
-    group.add_argument(
-        "--seed", type=int, default=compare.GateOptions.seed, help="bootstrap seed (default 0)"
-    )
-    group.add_argument(
         "--correction",
         choices=("none", "holm"),
         default="none",
@@ -173,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="within one file: the cells of branch NEW against those of branch BASE",
     )
     _add_output(c)
+    _add_quality(c)
     _add_gate(c)
     r = sub.add_parser("report", help="self-contained HTML report with plots")
     r.add_argument("results", help="results .h5 file, or a `scalebench probe -o` file")
@@ -216,8 +208,6 @@ def _options(args) -> AnalysisOptions:
         gate=compare.GateOptions(
             threshold=args.threshold,
             alpha=args.alpha,
-            bootstrap=args.bootstrap,
-            seed=args.seed,
             correction=args.correction,
         ),
     )
@@ -329,14 +319,19 @@ def run_compare(args) -> int:
         loaded = load(args.base)
         _warn_damaged("compare", loaded)
         base, new = (compare.branch_view(loaded, branch) for branch in args.branches)
-        table = compare.regression_table(base, new, options.gate, drop=("commit", "branch"))
+        table, phases = compare.compare_tables(
+            base, new, options.gate, ("commit", "branch"), options.quality
+        )
     else:
         if not args.new:
             raise UsageError("compare needs two files (base new), or one with --branches B N")
         base, new = load(args.base), load(args.new)
         _warn_damaged("compare", base, new)
-        table = compare.regression_table(base, new, options.gate)
-    analysis = Analysis(results=new, options=options, sections={"regressions": table})
+        table, phases = compare.compare_tables(
+            base, new, options.gate, quality_options=options.quality
+        )
+    sections = {"regressions": table, "phases": phases}
+    analysis = Analysis(results=new, options=options, sections=sections)
     text = render(analysis, args.format, args.table or "regressions", _width(args))
     summary = compare.gate_summary(table, options.gate)
     if args.format in ("table", "markdown"):

@@ -1013,16 +1013,54 @@ def add_repetitions(path) -> list[str]:
     return series_ids
 
 
-def copy_with_slowdown(src, dst, cell_id: str, factor: float) -> str:
-    """Copies `src` to `dst` and multiplies every timing of `cell_id` by `factor`
-    (summary recomputed), leaving every other cell byte-for-byte identical."""
+def copy_with_slowdown(src, dst, cell_id, factor: float) -> str:
+    """Copies `src` to `dst` and multiplies every timing of `cell_id` (a cell id, or a list
+    of them: every repetition of a series) by `factor` (summaries, and `/series` when the
+    file has it, recomputed), leaving every other cell byte-for-byte identical."""
+    shutil.copyfile(src, dst)
+    ids = [cell_id] if isinstance(cell_id, str) else list(cell_id)
+    with h5py.File(dst, "r+") as f:
+        for one in ids:
+            group = f["cells"][one]
+            data = group["timings"][()] * factor
+            group["timings"][...] = data
+            write_summary(group)
+        has_series = "series" in f and len(ids) > 1
+    if has_series:
+        rewrite_series(dst)
+    return str(dst)
+
+
+def copy_with_phase_delay(src, dst, cell_ids, phase: str, delay_s: float) -> str:
+    """Copies `src` to `dst` and adds `delay_s` to every iteration of `phase` in each cell of
+    `cell_ids`, and to the cell's total (its last phase: `step` or `batch`); summaries and
+    `/series` recomputed. A known delay in one phase, as a branch that slows it would add."""
     shutil.copyfile(src, dst)
     with h5py.File(dst, "r+") as f:
-        group = f["cells"][cell_id]
-        data = group["timings"][()] * factor
-        group["timings"][...] = data
-        write_summary(group)
+        for cell_id in cell_ids:
+            group = f["cells"][cell_id]
+            phases = json.loads(_text_attr(group["timings"], "phases"))
+            data = group["timings"][()]
+            data[:, :, phases.index(phase)] += delay_s
+            data[:, :, -1] += delay_s
+            group["timings"][...] = data
+            write_summary(group)
+        has_series = "series" in f
+    if has_series:
+        rewrite_series(dst)
     return str(dst)
+
+
+def rename_phases(path, cell_ids, names: dict) -> None:
+    """Renames the phases of the cells `cell_ids` in the file at `path` (old -> new name):
+    a program cell's own phase names (its total keeps its name: the summary reads it)."""
+    with h5py.File(path, "r+") as f:
+        for cell_id in cell_ids:
+            for dataset in ("timings", "phase_starts"):
+                d = f["cells"][cell_id][dataset]
+                phases = json.loads(_text_attr(d, "phases"))
+                d.attrs["phases"] = json.dumps([names.get(p, p) for p in phases])
+        fix_strings(f)
 
 
 def rewrite_series(path) -> None:

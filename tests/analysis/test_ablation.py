@@ -8,9 +8,11 @@ import shutil
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 
 import scalebench_analysis as sa
+from scalebench_analysis.tables import ablation
 
 import make_results as mr
 from conftest import run_cli
@@ -177,3 +179,27 @@ def test_no_recommendation_when_every_cell_failed_accuracy(ablation_file, tmp_pa
         "no trusted cell kept its accuracy; not recommended: "
         f"bf16 + channels_last + cudnn_benchmark (2.50x faster, ACCURACY FAILED: {FAILED_CHECK})"
     )
+
+
+def test_changes_are_judged_over_runs(ablation_file):
+    """Run once, each change is inconclusive (one run per side, issue 40). Repeated (3 runs
+    each, 1 % apart), each cell is one row and the changes are judged: bf16 and
+    channels_last faster, cudnn_benchmark slower."""
+    single = _tables(ablation_file)["ablation"].set_index("change")
+    assert set(single.verdict) == {"inconclusive"}
+    cells = sa.load(ablation_file).cells
+    runs = []
+    for k, factor in enumerate((1.0, 1.01, 0.99)):
+        copy = cells.copy()
+        copy["series_id"] = cells["cell_id"]
+        copy["cell_id"] = cells["cell_id"] + f"-{k}"
+        copy["median_s"] = cells["median_s"] * factor
+        runs.append(copy)
+    table = ablation.ablation_tables(pd.concat(runs, ignore_index=True))["ablation"]
+    table = table.set_index("change")
+    assert len(table) == 3
+    assert table.loc["+bf16", "verdict"] == "improvement"
+    assert table.loc["+channels_last", "verdict"] == "improvement"
+    assert table.loc["+cudnn_benchmark", "verdict"] == "regression"
+    assert table.loc["+bf16", "time_ratio"] == pytest.approx(0.6, rel=1e-9)
+    assert table.loc["+bf16", "ci_low"] < 0.6 < table.loc["+bf16", "ci_high"] < 1.0

@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-from scipy import stats
 
 import scalebench_analysis as sa
 
@@ -13,15 +12,11 @@ from conftest import run_cli
 
 
 def _victim(raw):
-    """The least noisy ok cell among those with at least 8 iteration samples: a 10% slowdown
-    of it must be detected. (On a loaded 2-core machine sub-millisecond cells have CVs far
-    above 10%, where no test with 8 samples can honestly call a 10% shift significant.)
-    Repeated cells are judged by their series instead (test_repetitions.py)."""
+    """An ok cell run once (repeated cells: test_compare_runs.py)."""
     single = [c for c in raw.ok_cells() if int(c.spec.get("repetitions", 1)) <= 1]
     if not single:
-        pytest.skip("every ok cell is repeated: test_repetitions.py covers the series gate")
-    candidates = [c for c in single if c.samples().size >= 8] or single
-    return min(candidates, key=lambda c: np.std(c.samples()) / np.mean(c.samples()))
+        pytest.skip("every ok cell is repeated: test_compare_runs.py covers repeated cells")
+    return single[0]
 
 
 def test_file_against_itself_has_no_regression(results_file, tmp_path):
@@ -33,11 +28,19 @@ def test_file_against_itself_has_no_regression(results_file, tmp_path):
     rows = json.loads(out.read_text())["sections"]["regressions"]
     assert not [r for r in rows if r["verdict"] in ("regression", "broke", "improvement")]
     for r in rows:
-        if r["ratio"] is not None:
-            assert r["ratio"] == 1.0 and r["p_value"] == 1.0
+        if r["ratio"] is None:
+            continue
+        assert r["ratio"] == pytest.approx(1.0)
+        if r["n_base"] >= 2 and r["n_new"] >= 2:  # the runs of a repeated cell
+            assert r["p_value"] == 1.0
+        else:  # one run per side (issue 40): no test, no verdict
+            assert r["verdict"] == "inconclusive" and r["p_value"] is None
 
 
-def test_slowdown_of_one_cell_is_reported_and_fails_the_gate(results_file, raw, tmp_path):
+def test_slowdown_of_a_single_run_is_inconclusive(results_file, raw, tmp_path):
+    """10 % slower in every iteration, but one run per side: the iterations of a run share
+    the machine's state, so they cannot tell the code from the machine (issue 40). The row
+    gives the ratio of the medians, no verdict, the reason and the remedy; the gate passes."""
     victim = _victim(raw)
     slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id, 1.10)
     out = tmp_path / "slow.json"
@@ -45,44 +48,21 @@ def test_slowdown_of_one_cell_is_reported_and_fails_the_gate(results_file, raw, 
         "compare",
         results_file,
         slow,
-        "--threshold",
-        "5%",
         "--format",
         "json",
         "-o",
         str(out),
-        check_rc=1,
+        check_rc=0,
         subprocess_run=True,
     )
-    assert done.stderr.startswith("REGRESSION: 1 regression")
+    assert done.stderr.startswith("OK: 0 regression")
     rows = json.loads(out.read_text())["sections"]["regressions"]
-    flagged = [r for r in rows if r["verdict"] in ("regression", "broke", "improvement")]
-    assert [r["new_cell_id"] for r in flagged] == [victim.cell_id]
-    row = flagged[0]
+    (row,) = [r for r in rows if r["new_cell_id"] == victim.cell_id]
     base, new = victim.samples(), victim.samples() * 1.10
     assert row["ratio"] == pytest.approx(np.median(new) / np.median(base), rel=1e-9)
-    want_p = stats.mannwhitneyu(new, base, alternative="two-sided").pvalue
-    assert row["p_value"] == pytest.approx(want_p, rel=1e-9)
-    assert row["ci_low"] > 1.0 and row["ci_low"] <= row["ratio"] <= row["ci_high"]
-    # Console output names exactly that cell as a regression.
-    table = run_cli("compare", results_file, slow, check_rc=1).stdout
-    assert sum(" regression " in line for line in table.splitlines()) == 1
-
-
-def test_bootstrap_interval_is_seeded(results_file, raw, tmp_path):
-    victim = _victim(raw)
-    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id, 1.10)
-    options = sa.GateOptions()
-    first = sa.regression_table(sa.load(results_file), sa.load(slow), options)
-    second = sa.regression_table(sa.load(results_file), sa.load(slow), options)
-    assert first.ci_low.equals(second.ci_low) and first.ci_high.equals(second.ci_high)
-
-
-def test_threshold_above_the_slowdown_passes(results_file, raw, tmp_path):
-    victim = _victim(raw)
-    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id, 1.10)
-    done = run_cli("compare", results_file, slow, "--threshold", "20%", check_rc=0)
-    assert "1 within threshold" in done.stdout
+    assert row["verdict"] == "inconclusive" and row["p_value"] is None
+    assert row["reason"] == "one run per side, run-to-run variation unknown"
+    assert "repetitions: 3" in row["remedy"]
 
 
 def test_speedup_against_baseline_branch(results_file, raw, synthetic):
@@ -104,6 +84,8 @@ def test_speedup_against_baseline_branch(results_file, raw, synthetic):
     assert len(table) == len(expected) > 0
     for row in table.itertuples():
         assert row.speedup == pytest.approx(expected[row.cell_id], rel=1e-6)
+        if min(row.n_base, row.n_new) == 1:  # one run per side: no verdict (issue 40)
+            assert row.verdict == "inconclusive"
 
 
 def test_speedup_against_a_setting(results_file, raw, synthetic):

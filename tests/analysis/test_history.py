@@ -26,7 +26,10 @@ from conftest import run_cli
 
 SEEDS = (101, 102, 103, 104, 105)
 STEP_AT = 3  # the 4th run and the later ones run the target 25 % slower
-TARGET = "main/mlp-train/train/b32/w2/fp32"
+#: make_results' repeated inference cell (3 repetitions): a step is judged over runs, and a
+#: cell run once has no run-to-run variation to judge by (issue 40).
+TARGET = "main/mlp-repeated-infer/infer/b16/w1/fp32"
+REPEATED = (TARGET, "main/mlp-repeated-train/train/b16/w2/fp32")
 NOISY = "feature/mlp-train/train/b32/w1/fp32"  # make_results' noisy cell (sigma 0.25)
 
 
@@ -45,21 +48,24 @@ def _stamp(path, start_time: str, commit: str | None = None, commit_date: str | 
                 group.attrs["commit_date"] = make_results._fixed_string(commit_date)
 
 
-def _cell_id(path, label: str) -> str:
-    return str(load(path).cells.set_index("label").loc[label, "cell_id"])
+def _run_ids(path, label: str) -> list:
+    """The cell ids of every run (repetition) of the cell labelled `label`."""
+    cells = load(path).cells
+    return list(cells[cells.label.str.split(" rep ").str[0] == label].cell_id)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Five synthetic runs one day apart (independent noise: other seeds), each of its own
-    commit committed an hour before the run; from run3 on the TARGET cell runs 25 % slower."""
+    """Five synthetic runs one day apart (independent noise: other seeds; the repeated cells
+    the same in each), each of its own commit committed an hour before the run; from run3 on
+    every repetition of the TARGET cell runs 25 % slower."""
     root = tmp_path_factory.mktemp("history")
     paths = []
     for day, seed in enumerate(SEEDS):
-        plain = make_results.write_results(root / f"plain{day}.h5", seed=seed)
+        plain = make_results.write_results(root / f"plain{day}.h5", seed=seed, repetitions=True)
         path = root / f"run{day}.h5"
         if day >= STEP_AT:
-            make_results.copy_with_slowdown(plain, path, _cell_id(plain, TARGET), 1.25)
+            make_results.copy_with_slowdown(plain, path, _run_ids(plain, TARGET), 1.25)
         else:
             shutil.copyfile(plain, path)
         _stamp(
@@ -87,10 +93,12 @@ def test_the_planted_step_is_flagged_at_its_run_and_nowhere_else(runs):
     assert (points[step.before].file, points[step.after].file) == (runs[2], runs[3])
     assert step.change == pytest.approx(0.25, abs=0.03)
     assert intervals_apart(points[step.before], points[step.after])
+    assert step.ratio == pytest.approx(1.25, rel=1e-9) and step.p_value < 0.05
     for line in hist.lines:  # ordered by date although given out of order
         assert [p.file for p in line.points] == runs
         for p in line.points:
-            assert p.interval == "within-run" and p.ci_low <= p.value <= p.ci_high
+            kind = "series" if line.label in REPEATED else "within-run"
+            assert p.interval == kind and p.ci_low <= p.value <= p.ci_high
 
 
 def test_the_synthetic_noise_stays_within_the_threshold(runs):
@@ -103,11 +111,14 @@ def test_the_synthetic_noise_stays_within_the_threshold(runs):
             del changes[STEP_AT - 1]  # the planted step
         if line.label != NOISY:
             assert max(abs(c) for c in changes) < hist.options.threshold, line.label
-        else:
+        else:  # single runs: beyond the threshold, but not judged (one run a side)
             assert not line.steps
-            for a, b in zip(line.points, line.points[1:]):
-                if abs(b.value / a.value - 1) > hist.options.threshold:
-                    assert not intervals_apart(a, b)
+            beyond = [
+                a
+                for a, b in zip(line.points, line.points[1:])
+                if abs(b.value / a.value - 1) > hist.options.threshold
+            ]
+            assert line.unjudged == len(beyond) > 0
 
 
 def test_throughput_sees_the_same_step_as_slower(runs):
@@ -178,6 +189,7 @@ def test_json_keys(runs):
         "skipped",
         "slower_steps",
         "faster_steps",
+        "unjudged_changes",
         "lines",
     }
     assert (data["metric"], data["unit"], data["threshold"]) == ("time", "s", 0.05)
@@ -198,6 +210,7 @@ def test_json_keys(runs):
         "last",
         "change",
         "steps",
+        "unjudged_changes",
         "points",
     }
     assert set(line["points"][0]) == {
@@ -214,6 +227,7 @@ def test_json_keys(runs):
         "interval",
         "repetitions",
         "disagree",
+        "runs",
     }
     assert line["steps"] == [
         {
@@ -225,8 +239,11 @@ def test_json_keys(runs):
             "to_commit": "4" * 40,
             "change": line["steps"][0]["change"],
             "direction": "slower",
+            **{k: line["steps"][0][k] for k in ("ratio", "ci_low", "ci_high", "p_value")},
         }
     ]
+    assert line["steps"][0]["ci_low"] > 1.0 and line["steps"][0]["p_value"] < 0.05
+    assert len(line["points"][0]["runs"]) == 3
     assert "1 slower step(s)" in done.stderr
 
 
@@ -235,7 +252,7 @@ def test_html_page_and_plots(runs, tmp_path):
     run_cli("history", *runs, "--html", str(page), "--plots", str(plots), check_rc=0)
     experiments = {line.spec["experiment"] for line in history(runs).lines}
     text = page.read_text()
-    assert text.count("<img") == len(experiments) == 4
+    assert text.count("<img") == len(experiments) == 6
     assert "<script" not in text and "http" not in text.split("</style>")[1]
     assert 'class="slower"' in text and TARGET in text
     written = sorted(plots.glob("history_*.png"))

@@ -34,10 +34,15 @@ Order. `date` (default): the cell's `commit_date` when non-empty, else the file'
 order, points labelled by short commit (`*` when the checkout was dirty); `file`: the
 order given. Points of `date` and `file` are labelled by the file name without `.h5`.
 
-Steps. Between consecutive points a, b of a line: change = value(b) / value(a) - 1; a
-step is flagged when |change| > threshold AND both intervals exist and do not overlap
-(b's interval lies wholly above or below a's). Direction: `slower` when the time rose or
-the throughput fell, else `faster`.
+Steps. Between consecutive points a, b of a line: change = value(b) / value(a) - 1; the
+pair is judged over its runs as compare judges two cells (tables/verdict.py, Note [Runs are
+the unit of evidence]): each point's runs are its cells' figures (the repetitions; one run
+for a cell that is not repeated), Welch's t test on their logarithms at alpha = 1 -
+confidence; a step is flagged when that is significant and beyond the threshold. With one
+run on a side the run-to-run variation is unknown: no step is flagged, and the changes
+beyond the threshold left unjudged are counted (`unjudged`). The points' intervals are
+shown, not tested. Direction: `slower` when the time rose or the throughput fell, else
+`faster`.
 
 The JSON output is described in render.py.
 """
@@ -266,6 +271,7 @@ def file_points(run: RunFile, options: HistoryOptions) -> dict:
                 interval=kind,
                 repetitions=len(group),
                 disagree=disagree,
+                runs=tuple(float(v) for v in figures[group.index]),
             ),
         )
     return out
@@ -323,7 +329,9 @@ def build_history(runs: list, skipped: list, options: HistoryOptions) -> History
             line.points.append(point)
     for line in lines.values():
         line.points.sort(key=lambda p: p.order_key)
-        line.steps = find_steps(line.points, options.threshold, options.metric)
+        line.steps, line.unjudged = find_steps(
+            line.points, options.threshold, options.metric, 1.0 - options.confidence
+        )
     ordered = list(lines.values())
     label_lines(ordered)
     ordered.sort(

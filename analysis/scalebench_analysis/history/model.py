@@ -73,16 +73,24 @@ class Point:
     interval: str
     repetitions: int
     disagree: bool
+    #: The figure of each run (repetition) the point pools: what steps are judged on.
+    runs: tuple = ()
 
 
 @dataclass
 class Step:
-    """A change beyond noise between points `before` and `after` (indices into the line)."""
+    """A change beyond noise between points `before` and `after` (indices into the line):
+    `change` of the points' figures, `direction` slower / faster, and the judgement over
+    their runs (tables/verdict.py): the ratio after / before with its interval, p."""
 
     before: int
     after: int
     change: float
     direction: str
+    ratio: float = math.nan
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    p_value: float = math.nan
 
 
 @dataclass
@@ -95,6 +103,9 @@ class Line:
     label: str = ""
     points: list = field(default_factory=list)
     steps: list = field(default_factory=list)
+    #: Consecutive points beyond the threshold that could not be judged: one run on a side
+    #: (verdict.ONE_RUN).
+    unjudged: int = 0
 
     @property
     def first(self) -> float:
@@ -121,6 +132,11 @@ class History:
     def count(self, direction: str) -> int:
         """Flagged steps of `direction` over every line."""
         return sum(s.direction == direction for line in self.lines for s in line.steps)
+
+    @property
+    def unjudged(self) -> int:
+        """Changes beyond the threshold between single runs, over every line."""
+        return sum(line.unjudged for line in self.lines)
 
 
 def line_key(spec: dict) -> str:

@@ -6,18 +6,21 @@ JSON output (`--format json`), keys stable:
 * ``command`` ("history"), ``metric`` ("time" / "throughput"), ``unit`` ("s" /
   "samples/s"), ``order``, ``threshold``, ``confidence``, ``bootstrap_resamples``,
   ``bootstrap_seed``, ``files`` (the usable files, in the order given), ``skipped``
-  (``[{"path", "reason"}]``), ``slower_steps``, ``faster_steps`` (counts), ``lines``;
+  (``[{"path", "reason"}]``), ``slower_steps``, ``faster_steps``, ``unjudged_changes``
+  (counts: changes beyond the threshold with one run on a side, lines.py Steps), ``lines``;
 * each line: ``label``, ``key`` (canonical JSON of the spec without HISTORY_DROP),
   ``branch``, ``experiment``, ``mode``, ``precision``, ``batch_size``, ``world_size``,
   ``device``, ``n_points``, ``first``, ``last``, ``change`` (last / first - 1),
-  ``steps``, ``points``;
+  ``steps``, ``unjudged_changes``, ``points``;
 * each point: ``label``, ``file``, ``cell_ids``, ``commit``, ``commit_date``,
   ``start_time``, ``when`` (the ISO time it was ordered by, null if none),
   ``value``, ``ci_low``, ``ci_high`` (in ``unit``), ``interval`` (``series``,
   ``repetitions``, ``within-run``, ``none``), ``repetitions`` (cells collapsed),
-  ``disagree`` (the series' repetitions disagree);
+  ``disagree`` (the series' repetitions disagree), ``runs`` (each run's figure);
 * each step: ``from``, ``to`` (point labels), ``from_file``, ``to_file``,
-  ``from_commit``, ``to_commit``, ``change``, ``direction`` (``slower`` / ``faster``).
+  ``from_commit``, ``to_commit``, ``change``, ``direction`` (``slower`` / ``faster``),
+  ``ratio``, ``ci_low``, ``ci_high``, ``p_value`` (the judgement over the runs,
+  tables/verdict.py).
 
 NaN is written as null.
 """
@@ -28,6 +31,7 @@ import html
 import json
 import math
 
+from ..tables import verdict
 from .model import History, Line, Point, Step
 
 #: The sparkline's marks, lowest to highest (digits 0-7 where the console cannot show them).
@@ -87,6 +91,12 @@ def summary_line(hist: History) -> str:
         f"history of {figure} over {len(hist.files)} file(s), {len(hist.lines)} line(s), "
         f"order {opts.order}, threshold {opts.threshold:.1%}: "
         f"{hist.count('slower')} slower step(s), {hist.count('faster')} faster step(s)"
+        + (
+            f"; {hist.unjudged} change(s) beyond the threshold between single runs not judged "
+            f"({verdict.ONE_RUN}: {verdict.REMEDY_ONE_RUN})"
+            if hist.unjudged
+            else ""
+        )
     )
 
 
@@ -128,6 +138,7 @@ def _point_json(p: Point) -> dict:
         "interval": p.interval,
         "repetitions": p.repetitions,
         "disagree": p.disagree,
+        "runs": [_number(v) for v in p.runs],
     }
 
 
@@ -142,6 +153,10 @@ def _step_json(line: Line, s: Step) -> dict:
         "to_commit": b.commit,
         "change": _number(s.change),
         "direction": s.direction,
+        "ratio": _number(s.ratio),
+        "ci_low": _number(s.ci_low),
+        "ci_high": _number(s.ci_high),
+        "p_value": _number(s.p_value),
     }
 
 
@@ -157,6 +172,7 @@ def _line_json(line: Line) -> dict:
         "last": _number(line.last),
         "change": _number(line.change),
         "steps": [_step_json(line, s) for s in line.steps],
+        "unjudged_changes": line.unjudged,
         "points": [_point_json(p) for p in line.points],
     }
 
@@ -177,6 +193,7 @@ def to_json(hist: History) -> str:
         "skipped": [{"path": p, "reason": r} for p, r in hist.skipped],
         "slower_steps": hist.count("slower"),
         "faster_steps": hist.count("faster"),
+        "unjudged_changes": hist.unjudged,
         "lines": [_line_json(line) for line in hist.lines],
     }
     return json.dumps(document, indent=2, allow_nan=False) + "\n"

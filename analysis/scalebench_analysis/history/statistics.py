@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..read.loader import Results
+from ..tables import verdict
 from ..tables.quality import iteration_samples, summarised_phase
 from .model import REPETITION_RESAMPLES, HistoryOptions, Point, Step
 
@@ -93,14 +94,36 @@ def intervals_apart(a: Point, b: Point) -> bool:
     return b.ci_low > a.ci_high or b.ci_high < a.ci_low
 
 
-def find_steps(points: list, threshold: float, metric: str) -> list:
-    """The flagged steps between consecutive points (module doc: Steps)."""
-    steps = []
+def find_steps(points: list, threshold: float, metric: str, alpha: float = 0.05):
+    """(the flagged steps between consecutive points, how many changes beyond the threshold
+    were not judged): each pair judged over its runs by verdict.judge (Note [Runs are the
+    unit of evidence]): a step is a significant change beyond the threshold; a pair with
+    one run on a side is inconclusive, never a step."""
+    steps, unjudged = [], 0
     for i in range(1, len(points)):
         a, b = points[i - 1], points[i]
-        change = b.value / a.value - 1.0 if a.value else math.nan
-        if not (abs(change) > threshold) or not intervals_apart(a, b):
+        if not a.runs or not b.runs:
             continue
-        worse = change > 0 if metric == "time" else change < 0
-        steps.append(Step(i - 1, i, change, "slower" if worse else "faster"))
-    return steps
+        row = verdict.judge(a.runs, b.runs, alpha)
+        decided = verdict.decide(row, threshold, alpha)
+        if decided == verdict.INCONCLUSIVE:
+            unjudged += bool(abs(row["change"]) > threshold)
+            continue
+        if decided not in (verdict.REGRESSION, verdict.IMPROVEMENT):
+            continue
+        change = b.value / a.value - 1.0 if a.value else math.nan
+        rose = decided == verdict.REGRESSION
+        worse = rose if metric == "time" else not rose
+        steps.append(
+            Step(
+                i - 1,
+                i,
+                change,
+                "slower" if worse else "faster",
+                row["ratio"],
+                row["ci_low"],
+                row["ci_high"],
+                row["p_value"],
+            )
+        )
+    return steps, unjudged

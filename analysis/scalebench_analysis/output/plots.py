@@ -240,7 +240,7 @@ def latency_cdf(analysis: Analysis):
 
 
 def regression_forest(analysis: Analysis):
-    """Median time ratio new / base with its bootstrap interval per tested cell."""
+    """Time ratio new / base with its interval (tables/verdict.py) per compared cell."""
     table = analysis.sections.get("regressions")
     if table is None:
         return None
@@ -258,7 +258,7 @@ def regression_forest(analysis: Analysis):
         ax.hlines(y, tested.ci_low, tested.ci_high, colors=c, linewidth=2)
         ax.scatter(tested.ratio, y, color=c, zorder=3)
         ax.set_yticks(y, tested.label, fontsize=7)
-        ax.set_xlabel("median time ratio new / base (> 1 slower), bootstrap interval")
+        ax.set_xlabel("time ratio new / base over the runs (> 1 slower), Welch interval")
         ax.legend(loc="lower right")
     return fig
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..tables import batch, compare, repetitions, summary
+from ..tables import batch, compare, pairs, repetitions, summary
 from ..tables.analysis import STATISTICS, Analysis
 from .fit import SUMMARY_WIDTH, fit_table, wrap
 
@@ -35,7 +35,9 @@ TITLES = {
     "the precision used (NaN: CPU, or a device not in the table)",
     "speedup": "Speedup against the baseline",
     "speedup_vs_file": "Speedup against the baseline file",
-    "regressions": "Regression gate (ratio = median time new / base; > 1 is slower)",
+    "regressions": "Regression gate over runs (ratio = time new / base; > 1 is slower)",
+    "phases": "Phases that changed between the compared cells (new - base, ms, with the "
+    "interval of the same test)",
     "ablation": "Ablation: each change alone against the baseline cell (median, speedup)",
     "cumulative": "Cumulative: the changes added one at a time, best first",
     "recommendations": "Recommendations: the fastest trusted configuration per context whose "
@@ -67,7 +69,7 @@ _HIDDEN = {
     "series_id",
     "repetition",
     "repetitions",
-    *repetitions.INTERVAL_COLUMNS,
+    "remedy",
 }
 #: The cells table's full statistics (tables/analysis.py STATISTICS): CSV and JSON only.
 _HIDDEN_CELLS = set(STATISTICS)
@@ -128,39 +130,11 @@ def _format_value(column: str, value) -> str:
     return f"{value:.2f}"
 
 
-def _series_text(frame: pd.DataFrame, side: str) -> list[str]:
-    """Per row of a regression table: "<median> [<low>, <high>] ms" of the `side`'s series
-    (series pair rows, and the repeated side of a single run against a series), "" else."""
-    columns = [f"series_{side}_{name}" for name in ("median_s", "ci_low_s", "ci_high_s")]
-    out = []
-    for median, low, high in zip(*(frame[c] for c in columns)):
-        text = repetitions.interval_text(median * 1e3, low * 1e3, high * 1e3, unit="ms")
-        out.append("" if text == "-" else text)
-    return out
-
-
-def _with_series_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    """A regression table with `base series` and `new series` text columns (the series'
-    median and 95 % interval) before `base_status`, when any row has one."""
-    if not set(repetitions.INTERVAL_COLUMNS) <= set(frame.columns):
-        return frame
-    texts = {f"{side} series": _series_text(frame, side) for side in ("base", "new")}
-    if not any(t for values in texts.values() for t in values):
-        return frame
-    frame = frame.copy()
-    at = list(frame.columns).index("base_status") if "base_status" in frame else len(frame.columns)
-    for offset, (name, values) in enumerate(texts.items()):
-        frame.insert(at + offset, name, values)
-    return frame
-
-
 def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with machine-only columns dropped and every value formatted as text (the
     Repetitions table: repetitions.display_table)."""
     if name == "repetitions":
         return repetitions.display_table(frame)
-    if name == "regressions":
-        frame = _with_series_columns(frame)
     hidden = _HIDDEN - (
         {"branch", "experiment", "mode", "precision", "setting", "batch_size", "world_size"}
         if name in _KEEP_IDENTITY
@@ -168,6 +142,8 @@ def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     )
     if name == "stragglers":
         frame = frame[frame.straggler]
+    if name == "phases":
+        frame = frame[frame.changed.astype(bool)]
     if name in ("ablation", "cumulative"):
         hidden = hidden | _ABLATION_NUMBERS
     if name == "cells":
@@ -209,13 +185,17 @@ def section_notes(analysis: Analysis, name: str, frame: pd.DataFrame) -> list[st
     if name == "cells":
         return _notes(analysis)
     if name == "regressions":
-        return compare.accuracy_notes(frame)
+        return pairs.verdict_notes(frame) + compare.accuracy_notes(frame)
+    if name in ("speedup", "speedup_vs_file"):
+        return pairs.verdict_notes(frame)
     if name == "repetitions":
         return repetitions.notes(frame)
     return []
 
 
 def _empty_text(name: str) -> str:
+    if name == "phases":
+        return "no phase changed"
     return "no straggler rank" if name == "stragglers" else "(none)"
 
 

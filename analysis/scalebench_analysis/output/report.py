@@ -99,11 +99,11 @@ CAPTIONS = {
     "(train: step minus comm_wait, inference: batch) divided by the cell's median.",
     "latency_cdf": "Empirical CDF of the iteration samples: the slowest rank's step per "
     "iteration (train) or every batch latency (inference).",
-    "regression_forest": "Median time ratio new / base with its bootstrap confidence interval; "
-    "grey band: the regression threshold. A repeated cell's row ([series of N]) shows the ratio "
-    "of the medians over the repetitions and the range the two 95% intervals allow (new low / "
-    "base high to new high / base low): it excludes 1 exactly when the intervals do not "
-    "overlap.",
+    "regression_forest": "Time ratio new / base over the runs (ratio of the geometric means "
+    "of the runs' median times) with its interval from Welch's t test on the log run medians "
+    "(the p-value comes from the same test); grey band: the regression threshold. A repeated "
+    "cell is one row, its repetitions its runs; a cell run once on a side shows the ratio "
+    "alone (inconclusive: run-to-run variation unknown).",
     "repetitions": "One row per repeated cell: each dot is one repetition's median step "
     "(train) or batch (inference) time, the black bar the median over the repetitions, the "
     "line its 95% percentile-bootstrap interval (10000 resamples of the repetitions), all as "
@@ -155,6 +155,8 @@ def _row_classes(name: str, frame) -> list[str]:
 def html_table(name: str, frame) -> str:
     shown = display_frame(name, frame)
     source = frame[frame.straggler] if name == "stragglers" else frame
+    if name == "phases":  # the changed phases, as display_frame shows them
+        source = frame[frame.changed.astype(bool)]
     classes = _row_classes(name, source)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     body = []

@@ -7,7 +7,12 @@ channels_last, tf32, bucket_bytes, cpu_threads, optimizer.lr, ...). Its *baselin
 is the setting's default: absent from the spec (a switch added later is stored only when
 not its default), ``False`` for a switch, ``fp32`` for the precision, else the smallest
 value. The *baseline cell* has every axis at its baseline value. Times are the cell
-summary's median (step time for training, batch latency for inference).
+summary's median (step time for training, batch latency for inference); a repeated cell is
+one row, its repetitions its runs and its time the median over them. Each change is judged
+against the baseline cell over their runs as compare judges two cells (tables/verdict.py,
+Note [Runs are the unit of evidence]): `verdict` (`improvement`: significantly faster
+beyond the threshold; `inconclusive` with one run on a side or an untrusted side), with
+`time_ratio`, its interval and p.
 
 Every row carries the cell's accuracy verdict (accuracy.py: passed, FAIL (<first failed
 check>), not checked). The recommendation is the fastest cell that is trusted and whose
@@ -19,11 +24,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from ..read.keys import NAMED_FIELDS, flatten_spec
-from . import accuracy
+from . import accuracy, verdict
 
 CONTEXT = ("branch", "experiment", "mode", "batch_size", "world_size")
 #: Spec fields that never are optimization axes (identity, bookkeeping).
@@ -114,7 +121,32 @@ class _Context:
         return None
 
 
-def _compare_row(context_row, base, cell, change: str) -> dict:
+@dataclass(frozen=True)
+class Criteria:
+    """What a change must show to be judged faster or slower (compare.GateOptions')."""
+
+    threshold: float = 0.05
+    alpha: float = 0.05
+
+
+def _judgement(base, cell, criteria: Criteria) -> dict:
+    """verdict, time_ratio, ci_low, ci_high, p_value of `cell` against `base` over their
+    runs; the baseline row gets none."""
+    if cell["cell_id"] == base["cell_id"]:
+        return {"verdict": "", "time_ratio": 1.0, "ci_low": math.nan, "ci_high": math.nan}
+    untrusted = verdict.untrusted_text({"base": base["untrusted"], "new": cell["untrusted"]})
+    row = verdict.judge(base["runs"], cell["runs"], criteria.alpha, untrusted)
+    return {
+        "verdict": verdict.decide(row, criteria.threshold, criteria.alpha),
+        "time_ratio": row["ratio"],
+        "ci_low": row["ci_low"],
+        "ci_high": row["ci_high"],
+        "p_value": row["p_value"],
+        "reason": row["reason"],
+    }
+
+
+def _compare_row(context_row, base, cell, change: str, criteria: Criteria) -> dict:
     speedup = base["median_s"] / cell["median_s"] if cell["median_s"] > 0 else math.nan
     memory = cell.get("peak_memory_bytes", math.nan)
     base_memory = base.get("peak_memory_bytes", math.nan)
@@ -124,6 +156,7 @@ def _compare_row(context_row, base, cell, change: str) -> dict:
         "median": f"{cell['median_s'] * 1e3:.3f} ms ({speedup:.2f}x)",
         "median_ms": cell["median_s"] * 1e3,
         "speedup": speedup,
+        **_judgement(base, cell, criteria),
         "throughput_samples_per_s": cell.get("throughput_samples_per_s", math.nan),
         "peak_memory_mib": memory / 2**20,
         "memory_change_mib": (memory - base_memory) / 2**20,
@@ -133,19 +166,44 @@ def _compare_row(context_row, base, cell, change: str) -> dict:
     }
 
 
+def _pooled(ok: pd.DataFrame) -> pd.DataFrame:
+    """One row per compared cell: a repeated cell's repetitions pooled into its repetition-0
+    row (its first, when that one is not ok) with `runs` (each run's median_s), `untrusted`
+    (each run's untrusted_because), `median_s` the median over the runs and `trusted` only
+    when every run is."""
+    if ok.empty:
+        return ok.assign(runs=[], untrusted=[])
+    key = ok["series_id"].fillna(ok["cell_id"]) if "series_id" in ok else ok["cell_id"]
+    rows = []
+    for _, group in ok.groupby(key, sort=False):
+        first = group.iloc[0].copy()
+        first["runs"] = [float(m) for m in group["median_s"]]
+        first["median_s"] = float(np.median(first["runs"]))
+        reasons = group.get("untrusted_because", pd.Series("", index=group.index))
+        first["untrusted"] = [r if isinstance(r, str) else "" for r in reasons]
+        if "trusted" in group:
+            first["trusted"] = bool(group["trusted"].fillna(True).astype(bool).all())
+        rows.append(first)
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
 def _contexts(cells: pd.DataFrame, trust: pd.DataFrame | None):
     ok = cells[(cells.status == "ok") & cells["median_s"].notna()].copy()
     if trust is not None and "trusted" in trust:
-        ok = ok.drop(columns=["trusted"], errors="ignore").merge(
-            trust[["cell_id", "trusted"]], on="cell_id", how="left"
+        columns = [c for c in ("trusted", "untrusted_because") if c in trust]
+        ok = ok.drop(columns=columns, errors="ignore").merge(
+            trust[["cell_id", *columns]], on="cell_id", how="left"
         )
+    ok = _pooled(ok)
     for _, group in ok.groupby(list(CONTEXT), sort=True, dropna=False):
         context = _Context(group.reset_index(drop=True))
         if context.axes:
             yield context
 
 
-def ablation_tables(cells: pd.DataFrame, trust: pd.DataFrame | None = None) -> dict:
+def ablation_tables(
+    cells: pd.DataFrame, trust: pd.DataFrame | None = None, criteria: Criteria = Criteria()
+) -> dict:
     """{"ablation": per-axis rows, "cumulative": stacked changes, "recommendations": one
     line per context}. Empty frames when no context has an axis."""
     per_axis, cumulative, recommendations = [], [], []
@@ -162,7 +220,7 @@ def ablation_tables(cells: pd.DataFrame, trust: pd.DataFrame | None = None) -> d
                 cell = context.find({key: value})
                 if cell is None:
                     continue
-                row = _compare_row(base, base, cell, "+" + _describe(key, value))
+                row = _compare_row(base, base, cell, "+" + _describe(key, value), criteria)
                 row["axis"] = key
                 per_axis.append(row)
                 singles.append((row["speedup"], key, value))
@@ -172,7 +230,7 @@ def ablation_tables(cells: pd.DataFrame, trust: pd.DataFrame | None = None) -> d
         for _speedup, key, value in sorted(singles, key=lambda s: -s[0]):
             best.setdefault(key, value)
         changes: dict = {}
-        base_row = _compare_row(base, base, base, "baseline")
+        base_row = _compare_row(base, base, base, "baseline", criteria)
         base_row["step"] = 0
         steps = [base_row]
         for key, value in best.items():
@@ -180,7 +238,7 @@ def ablation_tables(cells: pd.DataFrame, trust: pd.DataFrame | None = None) -> d
             cell = context.find(dict(changes))
             if cell is None:
                 continue
-            row = _compare_row(base, base, cell, "+" + _describe(key, value))
+            row = _compare_row(base, base, cell, "+" + _describe(key, value), criteria)
             row["step"] = len(steps)
             steps.append(row)
         if len(steps) > 2:

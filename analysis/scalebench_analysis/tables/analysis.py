@@ -31,7 +31,7 @@ class Analysis:
     with start-up figures: startup.py), mfu (cells whose model FLOPs are known: mfu.py),
     accuracy
     (only when a cell has an accuracy group), then the ablation tables and speedup /
-    regressions when asked for."""
+    regressions and phases (compare.compare_tables) when asked for."""
 
     results: Results
     options: AnalysisOptions
@@ -199,16 +199,23 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     if len(checked):
         out.sections["accuracy"] = checked
     if options.ablation:
-        out.sections.update(ablation.ablation_tables(results.cells, trust))
+        criteria = ablation.Criteria(options.gate.threshold, options.gate.alpha)
+        out.sections.update(ablation.ablation_tables(results.cells, trust, criteria))
     if options.baseline is not None:
         field_name, value = options.baseline
-        out.sections["speedup"] = compare.speedup_in_file(results, field_name, value, trust)
+        out.sections["speedup"] = compare.speedup_in_file(
+            results, field_name, value, trust, options.gate
+        )
     if options.baseline_file is not None:
         base = load(options.baseline_file)
         base_trust = quality.trust_table(base, options.quality)
         out.baseline = base
         out.sections["speedup_vs_file"] = compare.speedup_between_files(
-            base, results, base_trust, trust
+            base, results, base_trust, trust, options.gate
         )
-        out.sections["regressions"] = compare.regression_table(base, results, options.gate)
+        regressions, phases = compare.compare_tables(
+            base, results, options.gate, quality_options=options.quality
+        )
+        out.sections["regressions"] = regressions
+        out.sections["phases"] = phases
     return out

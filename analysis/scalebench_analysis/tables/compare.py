@@ -1,60 +1,53 @@
-"""Speedups against a baseline and the statistical regression gate between two runs.
+"""Speedups against a baseline and the regression gate between two runs.
 
 Definitions (docs/analysis-guide.md#comparisons):
 
-* speedup = throughput(cell) / throughput(baseline cell); time_ratio = median iteration
-  time(cell) / median(baseline). Baseline cell within a file (`--baseline FIELD=VALUE`,
-  `--baseline-branch B` = `--baseline branch=B`): the cell whose spec equals the cell's
-  except FIELD = VALUE (and, for the branch, any commit). Across files
-  (`--baseline-file`): the cell with the same cell_id, else the one cell with the same spec
-  apart from the commit (so a new commit of a branch still meets its baseline).
-* regression gate, per matched pair of ok cells, on the iteration samples (quality.py):
-  ratio = median(new) / median(base) (> 1 is slower); p from a two-sided Mann-Whitney U
-  test; a (1 - alpha) percentile bootstrap confidence interval of the ratio (resampling
-  both sides, `bootstrap` draws, seeded per cell from `seed` and the cell id). Significant:
-  p < alpha and the interval excludes 1. Regression: significant and ratio - 1 >
-  threshold; improvement: significant and 1 - ratio > threshold. A cell ok in base and
-  failed / oom / timeout in new is a regression too ("broke").
+* compared cell: a cell, or a repeated cell with its repetitions as its runs (runs.Unit):
+  one row each, never one per repetition.
+* speedup = throughput(cell) / throughput(baseline cell) (medians over the runs);
+  time_ratio: verdict.judge's ratio of the run medians' geometric means. Baseline cell
+  within a file (`--baseline FIELD=VALUE`, `--baseline-branch B` = `--baseline branch=B`):
+  the cell whose spec equals the cell's except FIELD = VALUE (and, for the branch, any
+  commit). Across files (`--baseline-file`): runs.match_units (same series / cell id, else
+  the one cell with the same spec apart from the commit, so a new commit of a branch still
+  meets its baseline).
+* judgement of every pair (speedup tables and the regression gate alike): verdict.judge
+  over the runs (Note [Runs are the unit of evidence] in verdict.py): Welch's t test on
+  the log run medians with 2+ runs a side (p-value and interval of one method),
+  `inconclusive` with one run on a side or an untrusted side (the reason and the remedy
+  given); regression / improvement: significant and beyond the threshold. Each phase of
+  the pair gets the same test (runs.phase_changes): the changed ones are listed
+  (`forward +5.1 ms [4.8, 5.4]`) and the one carrying the verdict's change named
+  (`carried_by`). A cell ok in base with a run failed / oom / timeout in new is a
+  regression too ("broke").
 * accuracy (accuracy.py): every table shows the cell's accuracy verdict (`accuracy`:
   passed / FAIL (<first failed check>) / not checked). Between two files, a matched pair
   whose verdict changed gets `accuracy_change` (`passed -> failed`, `failed -> passed`,
   ...) and a flagged line under the table; `passed -> failed` fails the gate like a cell
   that broke, whatever its timing verdict.
-* repeated cells (`repetitions`, repetitions.py): a series present in both files with an
-  interval on each side is judged as one row (`matched_by` "series"): a regression only when
-  the new median over the repetitions is slower than the base's by more than the threshold
-  AND the two 95 % intervals do not overlap (improvement the other way, else "within
-  noise"); its repetitions' rows keep their figures with the verdict "judged by its series"
-  (a repetition that broke still fails the gate). A single run against a series of the same
-  cell is tested as above against the series' representative repetition, the row showing
-  the series' interval (`series_base_*` / `series_new_*`).
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ..errors import UsageError
-from ..read.keys import config_key
 from ..read.loader import Results
-from . import accuracy, repetitions
-from .quality import iteration_samples
+from . import accuracy, pairs, quality, runs, verdict
 
-BROKEN_STATUSES = ("failed", "oom", "timeout")
+BROKEN_STATUSES = runs.BROKEN_STATUSES
 _DROP_FOR_FILE_MATCH = ("commit",)
+#: The trust thresholds of compare_tables when none are given.
+_QUALITY = quality.QualityOptions()
 
 
 @dataclass(frozen=True)
 class GateOptions:
     threshold: float = 0.05
     alpha: float = 0.05
-    bootstrap: int = 2000
-    seed: int = 0
     correction: str = "none"  # "none" or "holm"
 
 
@@ -88,21 +81,30 @@ def parse_value(text: str, example):
     return text
 
 
-def speedup_in_file(results: Results, field: str, value: str, trust: pd.DataFrame) -> pd.DataFrame:
-    """Every ok cell whose spec `field` differs from `value`, against its baseline cell."""
-    cells = results.cells[results.cells.status == "ok"]
-    examples = [_get(s, field) for s in cells.spec if _get(s, field) is not None]
+def speedup_in_file(
+    results: Results,
+    field: str,
+    value: str,
+    trust: pd.DataFrame,
+    options: GateOptions = GateOptions(),
+) -> pd.DataFrame:
+    """Every compared cell (runs.Unit: a cell, or a repeated cell with its repetitions as
+    runs) whose spec `field` differs from `value`, against its baseline cell, judged by
+    verdict.judge (pairs.judged_row)."""
+    units = runs.units_of(results)
+    examples = [_get(u.spec, field) for u in units.values() if _get(u.spec, field) is not None]
     if not examples:
-        fields = ", ".join(sorted(cells.spec.iloc[0])) if len(cells) else "-"
+        fields = ", ".join(sorted(results.cells.spec.iloc[0])) if len(results.cells) else "-"
         raise UsageError(
             f"--baseline {field}={value}: no ok cell spec has a field {field!r} (fields: {fields})"
         )
     target = parse_value(value, examples[0])
     drop = ("commit",) if field == "branch" else ()
+    usable = {u: unit for u, unit in units.items() if runs.ok_runs(results, unit)}
     key = {
-        config_key(s, drop=drop): c
-        for c, s in zip(cells.cell_id, cells.spec)
-        if _get(s, field) == target
+        runs.match_key(unit.spec, drop): u
+        for u, unit in usable.items()
+        if _get(unit.spec, field) == target
     }
     if not key:
         found = sorted({str(e) for e in examples})
@@ -110,51 +112,52 @@ def speedup_in_file(results: Results, field: str, value: str, trust: pd.DataFram
             f"--baseline {field}={value}: no ok cell has {field}={value} "
             f"(found: {', '.join(found)})"
         )
-    by_id = cells.set_index("cell_id")
-    trusted = dict(zip(trust.cell_id, trust.trusted))
     rows = []
-    for _, cell in cells.iterrows():
-        if _get(cell.spec, field) == target:
+    for unit in usable.values():
+        if _get(unit.spec, field) == target:
             continue
-        base_id = key.get(config_key(_with(cell.spec, field, target), drop=drop))
+        base_id = key.get(runs.match_key(_with(unit.spec, field, target), drop))
         if base_id is None:
             continue
-        base = by_id.loc[base_id]
-        rows.append(_speedup_row(cell, base, field, trusted))
-    return pd.DataFrame(rows, columns=_SPEEDUP_COLUMNS)
+        side = pairs.Side(results, trust)
+        row = pairs.judged_row(side, usable[base_id], side, unit, options.alpha)
+        row["baseline"] = f"{field}={_get(usable[base_id].spec, field)}"
+        rows.append(row)
+    return _speedup_frame(rows, options)
 
 
-_SPEEDUP_COLUMNS = [
+#: Columns of the speedup tables: throughput and speedup (point figures, medians over the
+#: runs), then the judgement of the time (verdict.judge: time_ratio with its interval).
+SPEEDUP_COLUMNS = [
     "label",
     "baseline",
-    "cell_id",
-    "baseline_cell_id",
-    "throughput",
-    "baseline_throughput",
+    "verdict",
     "speedup",
     "time_ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "n_base",
+    "n_new",
+    "throughput",
+    "baseline_throughput",
+    "carried_by",
+    "phases",
+    "reason",
+    "remedy",
     "trusted",
     "accuracy",
+    "cell_id",
+    "baseline_cell_id",
 ]
 
 
-def _speedup_row(cell, base, field: str, trusted: dict) -> dict:
-    base_label = f"{field}={_get(base.spec, field)}" if field else base.label
-    return {
-        "label": cell.label,
-        "baseline": base_label,
-        "cell_id": cell.cell_id,
-        "baseline_cell_id": base.name if field else base.cell_id,
-        "throughput": cell.throughput_samples_per_s,
-        "baseline_throughput": base.throughput_samples_per_s,
-        "speedup": cell.throughput_samples_per_s / base.throughput_samples_per_s,
-        "time_ratio": cell.median_s / base.median_s,
-        "trusted": bool(
-            trusted.get(cell.cell_id, False)
-            and trusted.get(base.name if field else base.cell_id, False)
-        ),
-        "accuracy": accuracy.text(cell),
-    }
+def _speedup_frame(rows: list, options: GateOptions) -> pd.DataFrame:
+    for row in rows:
+        pairs.finish(row, options.threshold, options.alpha)
+        row["time_ratio"] = row["ratio"]
+        row["baseline_cell_id"], row["cell_id"] = row["base_cell_id"], row["new_cell_id"]
+    return pd.DataFrame(rows).reindex(columns=SPEEDUP_COLUMNS)
 
 
 def branch_view(results: Results, branch: str) -> Results:
@@ -173,124 +176,45 @@ def branch_view(results: Results, branch: str) -> Results:
     )
 
 
-def match_cells(
-    base: Results, new: Results, drop: tuple = _DROP_FOR_FILE_MATCH
-) -> list[tuple[str | None, str | None, str]]:
-    """(base_id, new_id, matched_by) for every cell of either file. matched_by: "cell_id",
-    "spec" (same spec but the fields in `drop`, the commit by default; only when unique on
-    both sides) or "" (unmatched)."""
-    base_ids, new_ids = list(base.cells.cell_id), list(new.cells.cell_id)
-    pairs = [(c, c, "cell_id") for c in base_ids if c in set(new_ids)]
-    matched = {c for c, _, _ in pairs}
-    rest_base = [c for c in base_ids if c not in matched]
-    rest_new = [c for c in new_ids if c not in matched]
-
-    def keys(results, ids):
-        spec = results.cells.set_index("cell_id").spec
-        out = {}
-        for c in ids:
-            out.setdefault(config_key(spec[c], drop=drop), []).append(c)
-        return out
-
-    base_keys, new_keys = keys(base, rest_base), keys(new, rest_new)
-    for k, ids in base_keys.items():
-        if len(ids) == 1 and len(new_keys.get(k, [])) == 1:
-            pairs.append((ids[0], new_keys[k][0], "spec"))
-    paired_base = {b for b, _, _ in pairs}
-    paired_new = {n for _, n, _ in pairs}
-    pairs += [(c, None, "") for c in rest_base if c not in paired_base]
-    pairs += [(None, c, "") for c in rest_new if c not in paired_new]
-    return pairs
-
-
 def speedup_between_files(
-    base: Results, new: Results, trust_base: pd.DataFrame, trust_new: pd.DataFrame
+    base: Results,
+    new: Results,
+    trust_base: pd.DataFrame,
+    trust_new: pd.DataFrame,
+    options: GateOptions = GateOptions(),
 ) -> pd.DataFrame:
-    """Every matched pair of ok cells: new against base."""
-    trusted = dict(zip(trust_base.cell_id, trust_base.trusted))
-    trusted.update(zip(trust_new.cell_id, trust_new.trusted))
-    b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
+    """Every matched pair of compared cells with ok runs (runs.match_units): new against
+    base, judged as in speedup_in_file."""
+    base_units, new_units = runs.units_of(base), runs.units_of(new)
     rows = []
-    for base_id, new_id, _ in match_cells(base, new):
+    for base_id, new_id, _ in runs.match_units(base_units, new_units, _DROP_FOR_FILE_MATCH):
         if base_id is None or new_id is None:
             continue
-        if b.loc[base_id].status != "ok" or n.loc[new_id].status != "ok":
+        b, n = base_units[base_id], new_units[new_id]
+        if not runs.ok_runs(base, b) or not runs.ok_runs(new, n):
             continue
-        cell = n.loc[new_id].copy()
-        cell["cell_id"] = new_id
-        ref = b.loc[base_id].copy()
-        ref["cell_id"] = base_id
-        row = _speedup_row(cell, ref, "", {})
+        row = pairs.judged_row(
+            pairs.Side(base, trust_base), b, pairs.Side(new, trust_new), n, options.alpha
+        )
         row["baseline"] = f"{base.path}"
-        row["trusted"] = bool(trusted.get(new_id, False) and trusted.get(base_id, False))
         rows.append(row)
-    return pd.DataFrame(rows, columns=_SPEEDUP_COLUMNS)
+    return _speedup_frame(rows, options)
 
 
-def median_ratio_ci(
-    base_s: np.ndarray, new_s: np.ndarray, alpha: float, draws: int, rng: np.random.Generator
-) -> tuple[float, float]:
-    """Percentile bootstrap (1 - alpha) interval of median(new) / median(base)."""
-    b = np.median(base_s[rng.integers(0, base_s.size, (draws, base_s.size))], axis=1)
-    n = np.median(new_s[rng.integers(0, new_s.size, (draws, new_s.size))], axis=1)
-    low, high = np.quantile(n / b, [alpha / 2, 1 - alpha / 2])
-    return float(low), float(high)
-
-
-def _test_pair(base_s, new_s, cell_key: str, options: GateOptions) -> dict:
-    ratio = float(np.median(new_s) / np.median(base_s))
-    if np.array_equal(np.sort(base_s), np.sort(new_s)):
-        p = 1.0
-    else:
-        p = float(stats.mannwhitneyu(new_s, base_s, alternative="two-sided").pvalue)
-    rng = np.random.default_rng([options.seed, zlib.crc32(cell_key.encode())])
-    low, high = median_ratio_ci(base_s, new_s, options.alpha, options.bootstrap, rng)
-    return {
-        "n_base": base_s.size,
-        "n_new": new_s.size,
-        "median_base_s": float(np.median(base_s)),
-        "median_new_s": float(np.median(new_s)),
-        "ratio": ratio,
-        "change": ratio - 1.0,
-        "ci_low": low,
-        "ci_high": high,
-        "p_value": p,
-    }
-
-
-def _holm(p: np.ndarray) -> np.ndarray:
-    order = np.argsort(p)
-    adjusted = np.empty_like(p)
-    running = 0.0
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (p.size - rank) * p[index]))
-        adjusted[index] = running
-    return adjusted
-
-
-def _verdict(row: dict, options: GateOptions) -> str:
-    significant = row["p_adjusted"] < options.alpha and (
-        row["ci_low"] > 1.0 or row["ci_high"] < 1.0
-    )
-    if not significant:
-        return "not significant"
-    if row["change"] > options.threshold:
-        return "regression"
-    if -row["change"] > options.threshold:
-        return "improvement"
-    return "within threshold"
-
-
-def _status_verdict(base_status, new_status) -> str:
-    if base_status is None:
-        return "new cell"
-    if new_status is None:
-        return "missing in new"
-    if base_status == "ok" and new_status in BROKEN_STATUSES:
-        return "broke"
-    if base_status != "ok" and new_status == "ok":
-        return "fixed"
-    return f"not compared ({base_status} -> {new_status})"
+def _status_verdict(base_unit, new_unit, base_ok: list, new_ok: list) -> tuple[str, str]:
+    """(verdict, reason) of a pair that is not judged by its timings: one side missing, a
+    run that broke (ok in base, failed / oom / timeout in new: fails the gate), fixed, or
+    nothing to compare."""
+    if base_unit is None:
+        return "new cell", ""
+    if new_unit is None:
+        return "missing in new", ""
+    broken = runs.broken_runs(new_unit)
+    if base_ok and broken:
+        return "broke", f"{broken} of {len(new_unit.statuses)} new runs did not complete"
+    if not base_ok and new_ok and runs.broken_runs(base_unit):
+        return "fixed", ""
+    return f"not compared ({base_unit.status_text()} -> {new_unit.status_text()})", ""
 
 
 #: The accuracy change that fails the gate.
@@ -314,47 +238,83 @@ def _accuracy_columns(base_cell, new_cell) -> dict:
 
 
 def regression_table(
-    base: Results, new: Results, options: GateOptions, drop: tuple = _DROP_FOR_FILE_MATCH
+    base: Results,
+    new: Results,
+    options: GateOptions,
+    drop: tuple = _DROP_FOR_FILE_MATCH,
+    quality_options: quality.QualityOptions = _QUALITY,
 ) -> pd.DataFrame:
-    """One row per cell of either file: the test results, a verdict and the accuracy (see
-    `_accuracy_columns`); with repeated cells (repetitions.py), one more row per series pair
-    judged by the series, the repetitions' timing verdicts "judged by its series", and a
-    single run against a series in one row with the series' interval. Gate: any verdict
-    "regression" or "broke", or an accuracy change "passed -> failed" (see
-    `gate_failed`). `drop`: the spec fields a matched pair may differ in besides the cell id
-    (the commit; with compare --branches, the branch too)."""
-    b, n = base.cells.set_index("cell_id"), new.cells.set_index("cell_id")
-    pairs = match_cells(base, new, drop)
-    plan = repetitions.plan(base, new, pairs)  # Note [Repetitions]
+    """One row per compared cell of either file (compare_tables' first table)."""
+    return compare_tables(base, new, options, drop, quality_options)[0]
+
+
+def compare_tables(
+    base: Results,
+    new: Results,
+    options: GateOptions,
+    drop: tuple = _DROP_FOR_FILE_MATCH,
+    quality_options: quality.QualityOptions = _QUALITY,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(regressions, phases). Regressions: one row per compared cell of either file
+    (runs.Unit: a repeated cell is one row, its repetitions its runs; matched by
+    runs.match_units, `drop`: the spec fields a matched pair may differ in, the commit; with
+    compare --branches the branch too): the judgement of its runs (verdict.judge, decided
+    with Holm-adjusted p-values under correction "holm"), the changed phases and the phase
+    carrying the change, or a status verdict (_status_verdict), and the accuracy (see
+    `_accuracy_columns`). Phases: pairs.phase_rows of every judged pair. Gate: any verdict
+    "regression" or "broke", or an accuracy change "passed -> failed" (`gate_failed`)."""
+    base_side = pairs.Side(base, quality.trust_table(base, quality_options))
+    new_side = pairs.Side(new, quality.trust_table(new, quality_options))
+    base_units, new_units = runs.units_of(base), runs.units_of(new)
     rows, tested = [], []
-    for base_id, new_id, matched_by in plan.cell_pairs(pairs):
-        row = _cell_row(base, new, b, n, base_id, new_id, matched_by, options)
-        row["label"] = plan.label(base_id, new_id) or row["label"]
-        row.update(plan.interval_columns(base_id, new_id, matched_by))
-        if plan.in_series(base_id, new_id):  # its figures shown, not judged alone
-            broke = _status_verdict(row["base_status"] or None, row["new_status"] or None)
-            if broke == "broke":  # even with timings (an oom judged after its loop)
-                row["verdict"] = broke
-            elif "p_value" in row or row["verdict"] in _ABSENT:
-                row["verdict"] = repetitions.IN_SERIES
-        elif "p_value" in row:
-            tested.append(len(rows))
+    for base_id, new_id, matched_by in runs.match_units(base_units, new_units, drop):
+        b, n = base_units.get(base_id), new_units.get(new_id)
+        b_ok = runs.ok_runs(base, b) if b else []
+        n_ok = runs.ok_runs(new, n) if n else []
+        status, why = _status_verdict(b, n, b_ok, n_ok)
+        if b_ok and n_ok and status != "broke":
+            row = pairs.judged_row(base_side, b, new_side, n, options.alpha)
+            if row["verdict"] == "" and np.isfinite(row["p_value"]):
+                tested.append(len(rows))
+        else:
+            any_unit = n or b
+            row = {"label": any_unit.label, "verdict": status, "reason": why}
+            row["base_cell_id"], row["new_cell_id"] = base_id or "", new_id or ""
+        row.update(
+            matched_by=matched_by,
+            base_status=b.status_text() if b else "",
+            new_status=n.status_text() if n else "",
+            **_accuracy_columns(_reference(base, b), _reference(new, n)),
+        )
         rows.append(row)
     p = np.array([rows[i]["p_value"] for i in tested])
-    adjusted = _holm(p) if options.correction == "holm" and p.size else p
+    adjusted = verdict.holm(p) if options.correction == "holm" and p.size else p
     for i, p_adj in zip(tested, adjusted):
         rows[i]["p_adjusted"] = float(p_adj)
-        rows[i]["verdict"] = _verdict(rows[i], options)
-    rows.extend(plan.series_rows(options.threshold))
-    return pd.DataFrame(rows).reindex(columns=REGRESSION_COLUMNS)
+    for row in rows:
+        if "p_value" in row:
+            pairs.finish(row, options.threshold, options.alpha, row.get("p_adjusted"))
+    table = pd.DataFrame(rows).reindex(columns=REGRESSION_COLUMNS)
+    phases = pd.DataFrame(pairs.phase_rows(rows)).reindex(columns=PHASE_COLUMNS)
+    return table, phases
 
 
-#: Verdicts of a cell without a partner: a repetition the other file's series has fewer of.
-_ABSENT = ("new cell", "missing in new")
-#: Columns of regression_table.
+def _reference(results: Results, unit):
+    """The cells row whose accuracy a unit shows: its first ok run, else its first run."""
+    if unit is None:
+        return None
+    ok = runs.ok_runs(results, unit)
+    return results.cell(ok[0] if ok else unit.cells[0])
+
+
+#: Columns of compare_tables' regressions. n_base / n_new: runs on each side.
 REGRESSION_COLUMNS = [
     "label",
     "verdict",
+    "carried_by",
+    "phases",
+    "reason",
+    "remedy",
     "accuracy",
     "ratio",
     "change",
@@ -366,7 +326,6 @@ REGRESSION_COLUMNS = [
     "n_new",
     "median_base_s",
     "median_new_s",
-    *repetitions.INTERVAL_COLUMNS,
     "base_status",
     "new_status",
     "accuracy_change",
@@ -374,37 +333,21 @@ REGRESSION_COLUMNS = [
     "base_cell_id",
     "new_cell_id",
 ]
-
-
-def _cell_row(base, new, b, n, base_id, new_id, matched_by: str, options: GateOptions) -> dict:
-    """The row of one matched (or unmatched) pair of cells: the test of their iteration
-    samples (_test_pair: `p_value` and the figures, verdict still to judge) when both have
-    two or more, else the status verdict (_status_verdict)."""
-    base_cell = b.loc[base_id] if base_id else None
-    new_cell = n.loc[new_id] if new_id else None
-    any_cell = new_cell if new_cell is not None else base_cell
-    row = {
-        "label": any_cell.label,
-        "base_cell_id": base_id or "",
-        "new_cell_id": new_id or "",
-        "matched_by": matched_by,
-        "base_status": base_cell.status if base_cell is not None else "",
-        "new_status": new_cell.status if new_cell is not None else "",
-        **_accuracy_columns(base_cell, new_cell),
-    }
-    base_s = new_s = np.empty(0)
-    if base_cell is not None and new_cell is not None:
-        base_s = iteration_samples(base, base_id, base_cell["mode"])
-        new_s = iteration_samples(new, new_id, new_cell["mode"])
-    if base_s.size >= 2 and new_s.size >= 2:
-        row.update(_test_pair(base_s, new_s, base_id, options))
-        row["verdict"] = ""
-    else:
-        row["verdict"] = _status_verdict(
-            base_cell.status if base_cell is not None else None,
-            new_cell.status if new_cell is not None else None,
-        )
-    return row
+#: Columns of compare_tables' phases (pairs.phase_rows).
+PHASE_COLUMNS = [
+    "label",
+    "phase",
+    "changed",
+    "carries",
+    "base_ms",
+    "new_ms",
+    "delta_ms",
+    "ci_low_ms",
+    "ci_high_ms",
+    "p_value",
+    "base_cell_id",
+    "new_cell_id",
+]
 
 
 def accuracy_lost(table: pd.DataFrame) -> pd.Series:
@@ -439,10 +382,14 @@ def gate_summary(table: pd.DataFrame, options: GateOptions) -> str:
     parts = [f"{counts.get(v, 0)} {v}" for v in ("regression", "broke")]
     parts.append(f"{int(accuracy_lost(table).sum())} accuracy {ACCURACY_LOST}")
     parts += [
-        f"{counts.get(v, 0)} {v}" for v in ("improvement", "within threshold", "not significant")
+        f"{counts.get(v, 0)} {v}"
+        for v in (
+            verdict.IMPROVEMENT,
+            verdict.WITHIN_THRESHOLD,
+            verdict.NOT_SIGNIFICANT,
+            verdict.INCONCLUSIVE,
+        )
     ]
-    if counts.get(repetitions.WITHIN_NOISE, 0):  # series pairs (Note [Repetitions])
-        parts.append(f"{counts[repetitions.WITHIN_NOISE]} series {repetitions.WITHIN_NOISE}")
     return (
         ("REGRESSION" if failed else "OK") + f": {', '.join(parts)} "
         f"(threshold {options.threshold:.1%}, alpha {options.alpha:g}, "

@@ -58,9 +58,13 @@ def summarised_phase(mode: str) -> str:
     return "step" if mode == "train" else "batch"
 
 
-def iteration_samples(results: Results, cell_id: str, mode: str) -> np.ndarray:
-    """1-D array of the cell's iteration samples (see module doc); empty without timings."""
-    values = results.timing_array(cell_id, summarised_phase(mode))
+def iteration_samples(
+    results: Results, cell_id: str, mode: str, phase: str | None = None
+) -> np.ndarray:
+    """1-D array of the cell's iteration samples (see module doc); empty without timings.
+    `phase`: the same samples of another phase than the summarised one (train: the slowest
+    rank's time of that phase per iteration; inference: every rank's)."""
+    values = results.timing_array(cell_id, phase or summarised_phase(mode))
     if values.size == 0:
         return np.empty(0)
     if mode == "train":

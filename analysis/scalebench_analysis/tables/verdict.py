@@ -1,0 +1,253 @@
+"""Judging a difference between two measured things: the one statistic of every table that
+says "faster", "slower" or "no evidence" (Note [Runs are the unit of evidence]).
+
+Used by compare (between files and between branches), analyze --baseline / --baseline-branch
+/ --baseline-file (the speedup tables), the ablation tables and history's steps.
+
+Note [Runs are the unit of evidence]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The iterations of one run share one state of the machine (its load, its clocks, its page
+cache): they are dependent samples of that state, not of the run-to-run variation. Testing
+iterations as independent samples takes a change of the machine between two runs for an
+effect of the code (issue 40: a branch 3 % slower called a 22 % improvement because the
+data phase swung with the load between the two cells' time windows). So a *run* (one cell,
+or one repetition of a repeated cell) contributes one number: its median step (train) or
+batch (inference) time, as its summary stores it; the repetitions of a cell are its runs.
+
+* Two or more runs on each side: Welch's t test on the logarithms of the run medians. The
+  estimate is the ratio of the geometric means new / base, its (1 - alpha) interval is
+  exp(mean difference +- t(1 - alpha/2, df) * se) with Welch-Satterthwaite df, and the
+  two-sided p-value comes from the same t statistic and df: p < alpha exactly when the
+  interval excludes 1 (the p-value and the interval are one method and cannot disagree).
+  A per-phase change (`forward +5.1 ms [4.8, 5.4]`) is the same test on the run medians of
+  that phase on a linear scale (difference of the means, in seconds).
+* One run on either side: the run-to-run variation is unknown, and no test can tell the
+  machine from the code. The verdict is `inconclusive` ("one run per side, run-to-run
+  variation unknown") with the remedy (REMEDY_ONE_RUN). A results file stores no measured
+  bound on the machine's drift (no canary workload), so nothing lifts this.
+* Either side untrusted (quality.trust_table: noisy, warm-up drift, too few samples, an
+  auto cell short of its precision, replicas out of sync): `inconclusive` with the reason
+  and its remedy, whatever the test says (its figures are still shown).
+
+Verdicts (`decide`): significant (p, Holm-adjusted with --correction holm, below alpha) and
+slower by more than the threshold: `regression`; faster by more than the threshold:
+`improvement`; significant within the threshold: `within threshold`; else `not
+significant`. Why a t test and not a permutation test over runs: with 3 runs a side a
+permutation test has 20 arrangements, so its smallest two-sided p-value is 0.1 and it could
+never reach alpha 0.05; a bootstrap of 3 values is as coarse. Welch's t test uses the
+spread of the runs, accepts unequal variances, and is exact for log-normal run medians.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+INCONCLUSIVE = "inconclusive"
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+WITHIN_THRESHOLD = "within threshold"
+NOT_SIGNIFICANT = "not significant"
+#: Why a pair with one run on a side gets no verdict, and what fixes it.
+ONE_RUN = "one run per side, run-to-run variation unknown"
+REMEDY_ONE_RUN = (
+    "run each side 3 times or more (`repetitions: 3`; `interleave: true`, the default "
+    "with repetitions, alternates the two sides' runs so that a drift of the machine hits both)"
+)
+#: The remedy of each reason quality.trust_table gives (matched by its start); an auto
+#: cell's reason names its own.
+_UNTRUSTED_REMEDIES = (
+    ("only ", "raise `iterations`"),
+    ("cv ", "raise `iterations`, or `iterations: auto` (it measures until the median is precise)"),
+    ("warm-up drift", "raise `warmup`, or `warmup: auto`"),
+    ("replicas out of sync", "check the data-parallel setup: the replicas' weights differ"),
+    ("no summary", "rerun the cell: its summary was not written"),
+)
+
+
+@dataclass(frozen=True)
+class Test:
+    """Welch's t test of two samples of run figures (module doc). `estimate`: the ratio
+    new / base of the geometric means (log scale) or the difference of the means (linear);
+    `low`, `high`: its (1 - alpha) interval; `p_value`: two-sided."""
+
+    estimate: float
+    low: float
+    high: float
+    p_value: float
+
+
+def welch(base: np.ndarray, new: np.ndarray, alpha: float, log: bool = True) -> Test:
+    """Welch's t test of `new` against `base` (each 2 or more finite values; positive when
+    `log`). Both without spread: p 1 and a point interval when their means are equal, else
+    p 0 and a point interval at the difference."""
+    base, new = np.asarray(base, float), np.asarray(new, float)
+    if base.size < 2 or new.size < 2:
+        raise ValueError(f"welch needs 2 or more runs a side, got {base.size} and {new.size}")
+    if log:
+        base, new = np.log(base), np.log(new)
+    back = np.exp if log else (lambda x: x)
+    difference = float(new.mean() - base.mean())
+    var_b, var_n = base.var(ddof=1) / base.size, new.var(ddof=1) / new.size
+    se = math.sqrt(var_b + var_n)
+    if se == 0.0 or not math.isfinite(se):
+        p = 1.0 if difference == 0.0 else 0.0
+        point = float(back(difference))
+        return Test(point, point, point, p)
+    df = (var_b + var_n) ** 2 / (var_b**2 / (base.size - 1) + var_n**2 / (new.size - 1))
+    t = difference / se
+    p = float(2.0 * stats.t.sf(abs(t), df))
+    half = float(stats.t.ppf(1.0 - alpha / 2.0, df)) * se
+    return Test(
+        float(back(difference)),
+        float(back(difference - half)),
+        float(back(difference + half)),
+        p,
+    )
+
+
+def remedy_of(reason: str) -> str:
+    """The remedy of one of quality.trust_table's reasons ("" when the reason names its
+    own)."""
+    for start, remedy in _UNTRUSTED_REMEDIES:
+        if start in reason:
+            return remedy
+    return ""
+
+
+def untrusted_text(reasons: dict) -> tuple[str, str]:
+    """(reason, remedy) of a pair with untrusted runs; `reasons`: side ("base" / "new") ->
+    list of trust reasons of its runs ("" for a trusted run). ("", "") when all are trusted."""
+    parts, remedies = [], []
+    for side, found in reasons.items():
+        unique = list(dict.fromkeys(r for r in found if r))
+        if not unique:
+            continue
+        bad = sum(bool(r) for r in found)
+        runs = f" ({bad} of {len(found)} runs)" if len(found) > 1 else ""
+        parts.append(f"{side} untrusted{runs}: {'; '.join(unique)}")
+        for reason in unique:
+            for piece in reason.split("; "):
+                remedy = remedy_of(piece)
+                if remedy and remedy not in remedies:
+                    remedies.append(remedy)
+    return "; ".join(parts), "; ".join(remedies)
+
+
+def _finite(values) -> np.ndarray:
+    array = np.asarray([v for v in values if v is not None], float)
+    return array[np.isfinite(array)]
+
+
+def judge(base_runs, new_runs, alpha: float, untrusted: tuple[str, str] = ("", "")) -> dict:
+    """The figures of a pair from its run medians (seconds, one per run): `n_base` and
+    `n_new` (runs), `median_base_s` and `median_new_s` (median over the runs), `ratio` and
+    `change` (the test's estimate: ratio of geometric means; with one run on a side the ratio
+    of the two medians), `ci_low`, `ci_high`, `p_value` (NaN without a test), and `verdict`
+    ("" when still to decide, see `decide`; `inconclusive` with one run on a side or an
+    untrusted side), `reason` and `remedy`. `untrusted`: (reason, remedy) of
+    untrusted_text. Each side needs one run or more."""
+    base, new = _finite(base_runs), _finite(new_runs)
+    if base.size == 0 or new.size == 0:
+        raise ValueError("judge needs one run or more on each side")
+    row = {
+        "n_base": int(base.size),
+        "n_new": int(new.size),
+        "median_base_s": float(np.median(base)),
+        "median_new_s": float(np.median(new)),
+        "ci_low": math.nan,
+        "ci_high": math.nan,
+        "p_value": math.nan,
+        "verdict": "",
+        "reason": "",
+        "remedy": "",
+    }
+    if base.size >= 2 and new.size >= 2:
+        test = welch(base, new, alpha)
+        row.update(ratio=test.estimate, ci_low=test.low, ci_high=test.high, p_value=test.p_value)
+    else:
+        row["ratio"] = row["median_new_s"] / row["median_base_s"]
+        row.update(verdict=INCONCLUSIVE, reason=_one_run_reason(base.size, new.size))
+        row["remedy"] = REMEDY_ONE_RUN
+    row["change"] = row["ratio"] - 1.0
+    if untrusted[0]:
+        reason = "; ".join(r for r in (row["reason"], untrusted[0]) if r)
+        remedy = "; ".join(r for r in (row["remedy"], untrusted[1]) if r)
+        row.update(verdict=INCONCLUSIVE, reason=reason, remedy=remedy)
+    return row
+
+
+def _one_run_reason(n_base: int, n_new: int) -> str:
+    if n_base == 1 and n_new == 1:
+        return ONE_RUN
+    side = "base" if n_base == 1 else "new"
+    return f"one run on the {side} side, run-to-run variation unknown"
+
+
+def decide(row: dict, threshold: float, alpha: float, p_adjusted: float | None = None) -> str:
+    """The verdict of a judged row (module doc): its own when already given
+    (`inconclusive`), else from `p_adjusted` (the row's p-value when None), its `change`
+    and the threshold."""
+    if row.get("verdict"):
+        return row["verdict"]
+    p = row["p_value"] if p_adjusted is None else p_adjusted
+    if not p < alpha:
+        return NOT_SIGNIFICANT
+    if row["change"] > threshold:
+        return REGRESSION
+    if -row["change"] > threshold:
+        return IMPROVEMENT
+    return WITHIN_THRESHOLD
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment of the p-values `p` (family-wise error)."""
+    order = np.argsort(p)
+    adjusted = np.empty_like(p)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (p.size - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def phase_change(base_runs, new_runs, alpha: float) -> dict:
+    """The change of one phase between two sides from its run medians (seconds): `base_s`,
+    `new_s` (medians over runs), `delta_s` (difference of the means; of the medians with one
+    run on a side), `ci_low_s`, `ci_high_s`, `p_value` (NaN without a test) and `changed`
+    (p < alpha)."""
+    base, new = _finite(base_runs), _finite(new_runs)
+    out = {
+        "base_s": float(np.median(base)) if base.size else math.nan,
+        "new_s": float(np.median(new)) if new.size else math.nan,
+        "delta_s": math.nan,
+        "ci_low_s": math.nan,
+        "ci_high_s": math.nan,
+        "p_value": math.nan,
+        "changed": False,
+    }
+    if base.size and new.size:
+        out["delta_s"] = out["new_s"] - out["base_s"]
+    if base.size >= 2 and new.size >= 2:
+        test = welch(base, new, alpha, log=False)
+        out.update(delta_s=test.estimate, ci_low_s=test.low, ci_high_s=test.high)
+        out.update(p_value=test.p_value, changed=bool(test.p_value < alpha))
+    return out
+
+
+def _ms(value: float, digits: int) -> str:
+    return f"{value * 1e3:.{digits}f}"
+
+
+def phase_text(phase: str, change: dict) -> str:
+    """ "forward +5.1 ms [4.8, 5.4]": a phase's change with its interval (ms)."""
+    scale = max(abs(change["delta_s"]), abs(change["ci_high_s"] - change["ci_low_s"]))
+    digits = 1 if scale >= 1e-3 else 3
+    sign = "+" if change["delta_s"] >= 0 else "-"
+    text = f"{phase} {sign}{_ms(abs(change['delta_s']), digits)} ms"
+    if math.isfinite(change["ci_low_s"]):
+        text += f" [{_ms(change['ci_low_s'], digits)}, {_ms(change['ci_high_s'], digits)}]"
+    return text
