@@ -29,14 +29,14 @@ std::string model_name(const CellSpec& cell) {
   return cell.model.torchscript.empty() ? cell.model.zoo : "torchscript:" + cell.model.torchscript;
 }
 
-/// The spec as stored: a program's `env` values only for names the environment allowlist
-/// admits (Note [Environment allowlist]); the others keep their name, not their value. The
+/// The spec as stored: a program's `env` values only where program_env_value_stored admits
+/// them (Note [Environment allowlist]); the others keep their name, not their value. The
 /// cell id was computed from the whole spec, so cells still differ by every value.
 nlohmann::json stored_spec(const CellSpec& cell) {
   nlohmann::json spec = to_json(cell);
   if (const auto program = spec.find("program"); program != spec.end()) {
     for (auto& [name, value] : (*program)["env"].items()) {
-      if (!environment_allowed(name)) value = kNotStoredValue;
+      if (!program_env_value_stored(name, value.get<std::string>())) value = kNotStoredValue;
     }
   }
   return spec;
@@ -46,6 +46,10 @@ void write_spec_attributes(hid_t group, const CellSpec& cell) {
   using h5::write_int64_attribute;
   using h5::write_string_attribute;
   write_string_attribute(group, "spec", stored_spec(cell).dump());
+  // Note [Repetitions]: a repetition's series id, computed from the spec as run: the stored
+  // spec may lack env values (Note [Stored program environment]), and an id computed again
+  // from it would split the series.
+  if (cell.repetitions > 1) write_string_attribute(group, kSeriesIdAttribute, series_id(cell));
   write_string_attribute(group, "branch", cell.branch);
   write_string_attribute(group, "commit", cell.commit);
   write_string_attribute(group, "experiment", cell.experiment);

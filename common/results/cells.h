@@ -44,6 +44,9 @@ inline constexpr const char* kEffectivePrefix = "effective_";
 /// What the stored spec holds in place of a program `env` value whose name the environment
 /// allowlist does not admit (it may be a secret).
 inline constexpr const char* kNotStoredValue = "<not stored>";
+/// Attribute of a repeated cell (repetitions > 1), since layout 1.9: the id of its series (Note
+/// [Repetitions]), computed from the spec as run, not from the stored one.
+inline constexpr const char* kSeriesIdAttribute = "series_id";
 inline constexpr const char* kIneffectiveReasons = "ineffective_reasons";
 void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks);
 

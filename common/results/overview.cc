@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/cell/cell_spec.h"
+#include "common/results/cells.h"
 
 namespace scalebench {
 
@@ -49,7 +50,12 @@ std::vector<SeriesSummary> series_of_overview(const nlohmann::json& overview) {
     const auto repetitions = spec_json.value("repetitions", int64_t{1});
     if (repetitions <= 1) continue;
     const CellSpec spec = cell_spec_from_json(spec_json);
-    Collected& series = by_series[series_id(spec)];
+    // The stored series id (layout 1.9): one computed again from the stored spec differs
+    // where that spec lacks an env value (Note [Stored program environment]).
+    const auto stored = cell.find(results::kSeriesIdAttribute);
+    const std::string id_of_series =
+        stored != cell.end() && stored->is_string() ? stored->get<std::string>() : series_id(spec);
+    Collected& series = by_series[id_of_series];
     series.repetitions = repetitions;
     RepetitionFigures figures;
     figures.cell_id = id;

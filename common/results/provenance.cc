@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "common/base/build_info.h"
 #include "common/base/cpu_model.h"
@@ -92,6 +93,42 @@ bool environment_allowed(const std::string& name) {
       std::any_of(kEnvironmentPrefixes.begin(), kEnvironmentPrefixes.end(),
                   [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
   return listed && !looks_secret(name);
+}
+
+const std::vector<std::string> kPathVariableSuffixes = {"PATH", "_ROOT", "_HOME", "_DIR"};
+
+namespace {
+
+/// Note [Stored program environment]: one element of a path list.
+bool path_element(const std::string& element) {
+  if (element.empty()) return true;  // "a::b" or a trailing ':' (the current directory)
+  const bool shaped = element == "." || element == ".." || element.find('/') != std::string::npos ||
+                      element.front() == '~' || element.front() == '$' || element.front() == '{';
+  return shaped && std::all_of(element.begin(), element.end(), [](unsigned char c) {
+           return std::isalnum(c) != 0 ||
+                  std::string_view("_.-+/~${},").find(static_cast<char>(c)) !=
+                      std::string_view::npos;
+         });
+}
+
+}  // namespace
+
+bool program_env_value_stored(const std::string& name, const std::string& value) {
+  if (environment_allowed(name)) return true;
+  const auto suffix = std::find_if(
+      kPathVariableSuffixes.begin(), kPathVariableSuffixes.end(), [&](const std::string& s) {
+        return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+      });
+  if (suffix == kPathVariableSuffixes.end()) return false;
+  if (looks_secret(name.substr(0, name.size() - suffix->size()))) return false;
+  if (value.empty() || value.find("://") != std::string::npos) return false;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = value.find(':', start);
+    if (!path_element(value.substr(start, colon - start))) return false;
+    if (colon == std::string::npos) return true;
+    start = colon + 1;
+  }
 }
 
 namespace {

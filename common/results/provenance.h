@@ -70,6 +70,32 @@ extern const std::vector<std::string> kEnvironmentDenyMarkers;
 /// allowlist]): listed, and without a secret-looking marker.
 bool environment_allowed(const std::string& name);
 
+/// Suffixes of the names of variables that hold paths (PYTHONPATH, LD_LIBRARY_PATH,
+/// PROJECT_ROOT, HF_HOME, DATA_DIR). See Note [Stored program environment].
+extern const std::vector<std::string> kPathVariableSuffixes;
+
+// Note [Stored program environment]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A program experiment's `env` (docs/programs.md) is kept in the stored spec, and the one rule
+// below (program_env_value_stored) decides which values: the stored spec (common/results) and
+// the stored matrix text (Note [Stored matrix text]) both call it. A value is stored when
+//  * its name passes the environment allowlist (environment_allowed), or
+//  * its name ends in PATH, _ROOT, _HOME or _DIR, the rest of the name carries no secret
+//    marker of the allowlist (SSH_KEY_PATH does), and the value is paths only: elements
+//    separated by ':', each ".", "..", or holding a '/', or beginning with '~', '$' or '{' (a
+//    placeholder such as {output_dir}), made of letters, digits and "_.-+/~${}," alone,
+//    without "://" (a URL may carry credentials).
+// So PYTHONPATH: "." (what decides which code a program imports, Note [Program code
+// identity]) and PROJECT_ROOT: {output_dir} are stored, while a token under any name is not:
+// it has no '/' or has characters a path here does not. A bare relative folder (PYTHONPATH:
+// src) is not stored either; write ./src. Refused values are stored as "<not stored>".
+
+/// Whether the value of the program `env` entry `name` = `value` may be stored in a results
+/// file (Note [Stored program environment]): in the stored spec and in the stored matrix text
+/// (Note [Stored matrix text] in common/matrix/stored_text.h), the one rule for both; a value
+/// refused is stored as results::kNotStoredValue. Pure.
+bool program_env_value_stored(const std::string& name, const std::string& value);
+
 /// The allowlisted subset of `envp` (a NULL-terminated "NAME=value" array like
 /// `environ`). Entries without '=' are ignored.
 std::map<std::string, std::string> allowlisted_environment(char** envp);

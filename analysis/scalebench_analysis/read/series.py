@@ -129,8 +129,8 @@ def cell_series_ids(cells: pd.DataFrame, series: pd.DataFrame) -> list:
     """Per row of `cells`: the id of its series (the cell id of its repetition 0). A cell
     listed by a `/series` group gets that group's id; a cell that is not repeated
     (`repetitions` 1) its own id; a repeated cell no group lists (a run interrupted before
-    it wrote `/series`) the id of the repetition-0 cell of the same spec in the file, None
-    when that cell is not in the file."""
+    it wrote `/series`) its stored `series_id` (layout 1.9), else the id of the repetition-0
+    cell of the same spec in the file, None when that cell is not in the file."""
     listed = series_of_cells(series)
     unlisted = [
         i
@@ -142,8 +142,14 @@ def cell_series_ids(cells: pd.DataFrame, series: pd.DataFrame) -> list:
         if cells.repetition.iat[i] == 0:
             firsts[_unlisted_key(cells.spec.iat[i])] = cells.cell_id.iat[i]
     out = [listed.get(c, c) for c in cells.cell_id]
+    # Layout 1.9 stores each repetition's series id (`series_id`): the stored spec may lack
+    # env values, so specs are compared only for older files.
+    stored = cells["series_id"] if "series_id" in cells else None
     for i in unlisted:
-        out[i] = firsts.get(_unlisted_key(cells.spec.iat[i]))
+        own = stored.iat[i] if stored is not None else None
+        out[i] = (
+            own if isinstance(own, str) and own else firsts.get(_unlisted_key(cells.spec.iat[i]))
+        )
     return out
 
 

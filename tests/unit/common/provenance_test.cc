@@ -141,6 +141,41 @@ TEST(AllowlistedEnvironment, ListsAreTheDocumentedOnes) {
   }
 }
 
+// Note [Stored program environment]: paths under path-like names are stored, anything else
+// only where the allowlist admits the name.
+TEST(ProgramEnvValueStored, PathsUnderPathNamesAndAllowlistedNamesOnly) {
+  struct Case {
+    const char* name;
+    const char* value;
+    bool stored;
+  };
+  const std::vector<Case> cases{
+      {"PYTHONPATH", ".", true},
+      {"PYTHONPATH", "../../../protocol/client", true},
+      {"PYTHONPATH", ".:/opt/lib/python3.11/site-packages", true},
+      {"PYTHONPATH", "./src:{output_dir}/extra", true},
+      {"PROJECT_ROOT", "{output_dir}", true},
+      {"HF_HOME", "~/.cache/huggingface", true},
+      {"DATA_DIR", "$HOME/data", true},
+      {"LD_LIBRARY_PATH", "/usr/local/cuda/lib64:", true},
+      {"OMP_NUM_THREADS", "4", true},  // allowlisted name: any value
+      {"PYTHONPATH", "src", false},    // a bare word: could be a token
+      {"PYTHONPATH", "", false},
+      {"DATA_DIR", "s3://bucket/data", false},  // a URL may carry credentials
+      {"DATA_DIR", "https://user:pw@host/x", false},
+      {"PROJECT_ROOT", "/a b", false},  // a character a path here does not have
+      {"PROJECT_ROOT", "/data?token=abc", false},
+      {"SSH_KEY_PATH", "/home/u/.ssh/id_rsa", false},  // a secret marker before the suffix
+      {"HF_TOKEN", "hf_abcdef", false},
+      {"WANDB_API_KEY", "/looks/like/a/path", false},
+      {"MY_SETTING", "/a/path", false},  // not a path name
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(c.stored, program_env_value_stored(c.name, c.value)) << c.name << "=" << c.value;
+  }
+  EXPECT_EQ((std::vector<std::string>{"PATH", "_ROOT", "_HOME", "_DIR"}), kPathVariableSuffixes);
+}
+
 TEST(MatrixHash, OrderIndependentSixteenHexDigitsOfSortedIds) {
   const std::vector<std::string> ids = {"b2", "a1", "c3"};
   const std::string hash = matrix_hash(ids);
