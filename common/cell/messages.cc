@@ -82,7 +82,8 @@ std::vector<uint8_t> serialize(const RankResult& result) {
                       {"bucket_bytes", result.bucket_bytes},
                       {"metrics", result.metrics},
                       {"effective", result.effective},
-                      {"ineffective_reasons", result.ineffective_reasons}};
+                      {"ineffective_reasons", result.ineffective_reasons},
+                      {"untrusted_reasons", result.untrusted_reasons}};
   if (const auto& accuracy = result.accuracy) {
     json["accuracy"] = {{"kind", accuracy->kind},
                         {"verdict", accuracy->verdict},
@@ -192,6 +193,7 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     result.effective = json.at("effective").get<std::map<std::string, std::string>>();
     result.ineffective_reasons = json.at("ineffective_reasons").get<std::vector<std::string>>();
     if (const auto found = json.find("accuracy"); found != json.end()) {
+    result.untrusted_reasons = json.at("untrusted_reasons").get<std::vector<std::string>>();
       AccuracyReport accuracy;
       accuracy.kind = found->at("kind").get<std::string>();
       accuracy.verdict = found->at("verdict").get<std::string>();

@@ -124,6 +124,12 @@ struct RankResult {
   std::map<std::string, std::string> effective;
   std::vector<std::string> ineffective_reasons;
   /// Note [Accuracy validation]: the comparison with the reference (validate: true; the
+  /// Why the cell's figures cannot be trusted although it ran to its end, one sentence each
+  /// with what to change (a program cell that ran other steps than asked, or a branch's
+  /// package imported from outside its tree: Note [Program steps asked and run], Note
+  /// [Program code identity]). Stored as the cell's `untrusted_reasons`; the analysis counts
+  /// the cell untrusted.
+  std::vector<std::string> untrusted_reasons;
   /// same on every rank of the group, which reduced it).
   std::optional<AccuracyReport> accuracy;
   /// Note [Batch search]: a `batch_size: auto` cell's probes in the order run, reduced over

@@ -265,6 +265,17 @@ void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks) {
     }
     for (const auto& reason : rank.ineffective_reasons) add_reason(reason);
   }
+  std::vector<std::string> untrusted;
+  for (const auto& rank : ranks) {
+    for (const auto& reason : rank.untrusted_reasons) {
+      if (std::find(untrusted.begin(), untrusted.end(), reason) == untrusted.end()) {
+        untrusted.push_back(reason);
+      }
+    }
+  }
+  if (!untrusted.empty()) {
+    h5::write_string_attribute(cell_group, kUntrustedReasons, nlohmann::json(untrusted).dump());
+  }
   if (effective.empty()) return;  // a runner that reports none (the fake one)
   for (const auto& [key, value] : effective) {
     h5::write_string_attribute(cell_group, kEffectivePrefix + key, value);

@@ -39,7 +39,7 @@ void drop_results(hid_t cell_group);
 /// Note [Requested vs effective]: attributes `effective_<key>` (the effective value of each
 /// device-dependent switch) and `ineffective_reasons` (a JSON list of sentences, also
 /// naming switches whose effect differed between ranks). Nothing when the ranks report no
-/// effects.
+/// effects. Also `untrusted_reasons` (kUntrustedReasons) when a rank has any.
 inline constexpr const char* kEffectivePrefix = "effective_";
 /// What the stored spec holds in place of a program `env` value whose name the environment
 /// allowlist does not admit (it may be a secret).
@@ -48,6 +48,9 @@ inline constexpr const char* kNotStoredValue = "<not stored>";
 /// [Repetitions]), computed from the spec as run, not from the stored one.
 inline constexpr const char* kSeriesIdAttribute = "series_id";
 inline constexpr const char* kIneffectiveReasons = "ineffective_reasons";
+/// Since layout 1.9: the ranks' `untrusted_reasons` (RankResult), a JSON list; absent when
+/// there are none.
+inline constexpr const char* kUntrustedReasons = "untrusted_reasons";
 void write_effective(hid_t cell_group, const std::vector<RankResult>& ranks);
 
 /// Note [Accuracy validation]: the `accuracy` subgroup (schemas/results-layout.md) from the

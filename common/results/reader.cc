@@ -147,6 +147,7 @@ nlohmann::json read_cell(hid_t cells, const std::string& id) {
   parse_json_member(out, "spec");
   parse_json_member(out, "ranks");
   parse_json_member(out, "ineffective_reasons");
+  parse_json_member(out, "untrusted_reasons");
   out["datasets"] = nlohmann::json::array();
   out["summary"] = nullptr;
   out["accuracy"] = nullptr;  // since 1.3 (Note [Accuracy validation])

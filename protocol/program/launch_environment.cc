@@ -45,6 +45,10 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   set("CUDA_VISIBLE_DEVICES", device == "cuda" ? std::to_string(context.local_index) : "");
   if (cell.cpu_threads > 0) set("OMP_NUM_THREADS", std::to_string(cell.cpu_threads));
   set("SCALEBENCH_REPORT_FD", std::to_string(kPassedFd));
+  // Note [Program code identity]: the tree whose packages the program should import.
+  std::error_code no_cwd;  // absolute() of an already absolute tree needs no working directory
+  set("SCALEBENCH_TREE",
+      std::filesystem::absolute(assignment.tree, no_cwd).lexically_normal().string());
   set("SCALEBENCH_CELL_ID", cell.cell_id);
   set("SCALEBENCH_WARMUP", std::to_string(cell.warmup_iterations));
   set("SCALEBENCH_ITERATIONS", std::to_string(cell.measured_iterations));

@@ -13,6 +13,7 @@
 #include "protocol/program/launch_environment.h"
 #include "protocol/program/program_attempt.h"
 #include "protocol/program/program_batch_search.h"
+#include "protocol/program/program_checks.h"
 #include "protocol/program/torchrun_layout.h"
 
 namespace scalebench {
@@ -112,6 +113,8 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
         "timings: the program reported no iterations (no scalebench_client): one measurement, "
         "its wall time; no per-iteration timings");
   }
+  // Note [Program steps asked and run], Note [Program code identity]
+  record_program_checks(result, run.report, timed.cell);
   return result;
 }
 

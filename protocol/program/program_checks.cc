@@ -12,7 +12,7 @@ namespace {
 constexpr std::size_t kMaxTextBytes = 1024;
 
 std::string bounded(const std::string& text) {
-  return printable_output(std::string_view(text).substr(0, kMaxTextBytes));
+  return printable_line(utf8_prefix(text, kMaxTextBytes));
 }
 
 std::string text_field(const nlohmann::json& object, const char* key, bool required) {

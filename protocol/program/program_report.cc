@@ -4,10 +4,12 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 
 #include "common/base/escaped_text.h"
+#include "protocol/program/program_checks.h"
 
 namespace scalebench {
 namespace {
@@ -50,6 +52,8 @@ T optional_field(const nlohmann::json& record, const char* key, T fallback,
 }
 
 constexpr double kNsPerSecond = 1e9;
+/// Longest `ended` message kept (Note [Program steps asked and run]).
+constexpr std::size_t kMaxEndedBytes = 1024;
 
 /// A CLOCK_MONOTONIC time in integer nanoseconds; `what` names it in a refusal.
 int64_t integer_ns(const nlohmann::json& value, const std::string& what, const std::string& line) {
@@ -236,6 +240,17 @@ void apply_record(ProgramReport& report, const std::string& line, const RecordBo
     report.error_message = printable_output(optional_field(record, "message", std::string(), line));
   } else if (type == "outputs") {
     apply_outputs(report, record, line);
+  } else if (type == "ended") {  // Note [Program steps asked and run]
+    report.ended_by = printable_line(
+        utf8_prefix(optional_field(record, "by", std::string("other"), line), kMaxNameBytes));
+    report.ended_message = printable_line(
+        utf8_prefix(optional_field(record, "message", std::string(), line), kMaxEndedBytes));
+  } else if (type == "code") {  // Note [Program code identity]
+    try {
+      report.code = code_of_record(record);
+    } catch (const std::invalid_argument& e) {
+      refuse(line, e.what());
+    }
   } else if (type == "summary") {
     report.summary = true;
   } else {

@@ -15,7 +15,9 @@ Definitions (docs/analysis-guide.md#metrics):
   inference: mean over ranks of the batch time per batch index). Positive drift means the
   cell was still warming up; needs at least 4 measured iterations, else NaN.
 * trusted: status ok, the file's validity flags all hold (with `max_cv` given, the file's
-  cv is judged against it instead of the file's `valid_cv`) and |drift| <= max_drift.
+  cv is judged against it instead of the file's `valid_cv`), |drift| <= max_drift and the
+  cell has no `untrusted_reasons` (layout 1.9: a program that ran other steps than asked,
+  or a branch package imported from outside its tree; tables/program_checks.py).
   A cell that chose its own iterations (`iterations: auto`, layout 1.8's `stop_reason`
   precise/budget/cap) is judged by the interval of its median instead of its cv: it is
   trusted when it stopped `precise` (the interval reached its `ci_width`), and otherwise
@@ -39,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..read.loader import Results
+from .program_checks import untrusted_reasons
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,7 @@ def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> di
         reasons.append(f"warm-up drift {drift:+.1%} (|drift| > {options.max_drift:.0%})")
     if not _flag(cell, "valid_replicas_in_sync"):
         reasons.append("replicas out of sync (param_checksum differs)")
+    reasons += untrusted_reasons(cell)  # layout 1.9: what a program cell's worker found
     return {
         **row,
         "count": int(count),

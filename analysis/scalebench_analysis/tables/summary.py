@@ -36,6 +36,16 @@ _REMEDIES = (
     ),
     ("only ", "too few samples: raise iterations"),
     ("replicas out of sync", "replicas diverged: a correctness problem, see docs/ddp.md"),
+    (
+        "steps: the program ran",
+        "a program ran other steps than asked: pass {steps} as its step limit and lift the "
+        "others (trainer.max_epochs=-1, EarlyStopping), see docs/programs.md#steps-asked-and-run",
+    ),
+    (
+        "code identity:",
+        'a branch\'s package was imported from outside its tree: set env: {PYTHONPATH: "."} '
+        "or install the tree in a prepare step, see docs/programs.md#code-identity",
+    ),
 )
 
 

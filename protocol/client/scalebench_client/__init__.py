@@ -37,6 +37,10 @@ __version__ = "0.1.0"
 RECORD_VERSION = 1
 
 _FD_VARIABLE = "SCALEBENCH_REPORT_FD"
+#: The branch's tree the program runs in (docs/programs.md#code-identity); the working
+#: directory when the client was imported stands in where it is unset.
+_TREE_VARIABLE = "SCALEBENCH_TREE"
+_START_CWD = os.getcwd()
 _BUFFER_BYTES = 1 << 16
 _OUTPUTS_VARIABLE = "SCALEBENCH_OUTPUTS_FILE"
 
@@ -375,12 +379,43 @@ def error(exception: BaseException) -> None:
     )
 
 
-def finish() -> None:
-    """Ends the report with a summary record (the number of steps) and closes the channel;
-    later calls of this module are no-ops. Called at exit if the program did not."""
+def ended(by: str, message: str) -> None:
+    """Says what ended the program's steps (an ``ended`` record): `by` one of
+    ``max_steps``, ``max_epochs``, ``max_time``, ``early_stopping``, ``interrupted``,
+    ``no_batches`` or ``other``, and a sentence with the figures. Adapters call it
+    (scalebench_client.lightning reads the trainer's limits); the worker names it when the
+    steps run differ from those asked."""
+    _get().write({"type": "ended", "by": str(by), "message": str(message)[:4000]})
+
+
+def report_code() -> None:
+    """Reports which code of the branch's tree the program ran (the ``code`` record,
+    scalebench_client.code_identity). ``finish`` calls it."""
     channel = _get()
     if channel.stream is None:
         return
+    from . import code_identity
+
+    tree = os.environ.get(_TREE_VARIABLE) or _START_CWD
+    try:
+        record = code_identity.code_record(tree)
+    except (OSError, ValueError) as exception:  # never fail the program over its report
+        record = {
+            "type": "code",
+            "tree": tree,
+            "error": f"{type(exception).__name__}: {exception}",
+        }
+    channel.write(record)
+
+
+def finish() -> None:
+    """Ends the report with the code record (report_code) and a summary record (the
+    number of steps) and closes the channel; later calls of this module are no-ops. Called
+    at exit if the program did not."""
+    channel = _get()
+    if channel.stream is None:
+        return
+    report_code()
     channel.write({"type": "summary", "steps": channel.steps})
     channel.stream.close()
     channel.stream = None

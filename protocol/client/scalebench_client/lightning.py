@@ -26,6 +26,10 @@ every other ``[Callback]``/``[LightningModule]``     hooks
   ``on_before_optimizer_step``, ...), summed
 ==================================================  ==========
 
+At the end of ``fit`` the callback reports what ended the steps (``ended_by``: max_steps,
+max_epochs, EarlyStopping, ...), which the worker names when the program ran fewer or more
+steps than asked (docs/programs.md#steps-asked-and-run).
+
 A step begins where the batch is fetched and ends with ``run_training_batch``; the
 ``on_train_batch_end`` hooks (progress bar, logging) run between steps. Validation, the
 sanity check and prediction fall outside the steps and are not reported. A phase that runs
@@ -189,6 +193,54 @@ def make_phase_profiler(inner):
     return PhaseProfiler()
 
 
+def _class_names(obj) -> set:
+    return {cls.__name__ for cls in type(obj).__mro__}
+
+
+def ended_by(trainer) -> tuple[str, str]:
+    """What ended ``Trainer.fit``'s steps, as ``fit_loop.done`` decides it (the order of its
+    checks), and a sentence with the trainer's limits: (`by`, message) for
+    ``scalebench_client.ended``. `by` is ``interrupted``, ``no_batches``, ``max_steps``,
+    ``max_epochs``, ``early_stopping``, ``max_time`` or ``other``."""
+    loop = trainer.fit_loop
+    steps = int(trainer.global_step)
+    epochs = int(loop.epoch_progress.current.processed)
+    batches = loop.max_batches
+    limits = (
+        f"global_step {steps} after {epochs} epoch(s); max_steps={trainer.max_steps}, "
+        f"max_epochs={trainer.max_epochs}, {batches} batches an epoch "
+        f"(limit_train_batches={trainer.limit_train_batches}), "
+        f"accumulate_grad_batches={trainer.accumulate_grad_batches}"
+    )
+    max_epochs = trainer.max_epochs
+    if trainer.interrupted:
+        return "interrupted", "the fit was interrupted; " + limits
+    if batches == 0 or trainer.limit_train_batches == 0:
+        return "no_batches", "the training dataloader has no batches; " + limits
+    if trainer.max_steps not in (None, -1) and steps >= trainer.max_steps:
+        return "max_steps", f"max_steps={trainer.max_steps} reached; " + limits
+    if max_epochs not in (None, -1) and epochs >= max_epochs:
+        return "max_epochs", f"max_epochs={max_epochs} reached; " + limits
+    if trainer.should_stop:
+        for callback in trainer.callbacks:
+            names = _class_names(callback)
+            if "EarlyStopping" in names and getattr(callback, "stopped_epoch", 0):
+                return "early_stopping", (
+                    f"EarlyStopping (monitor {getattr(callback, 'monitor', '?')}) stopped "
+                    f"the fit in epoch {callback.stopped_epoch}; " + limits
+                )
+            if "Timer" in names:
+                return (
+                    "max_time",
+                    "the Timer callback (max_time) stopped the fit; " + limits,
+                )
+        return (
+            "other",
+            "trainer.should_stop was set (by a callback or the module); " + limits,
+        )
+    return "other", limits
+
+
 def _callback_class(base):
     class ScalebenchCallback(base):
         """Reports Trainer.fit's steps, final metrics and memory to scalebench."""
@@ -200,6 +252,7 @@ def _callback_class(base):
                 trainer.profiler = profiler
 
         def on_train_end(self, trainer, pl_module) -> None:
+            sb.ended(*ended_by(trainer))
             for name, value in trainer.callback_metrics.items():
                 try:
                     number = float(value)

@@ -51,5 +51,13 @@ TEST(RankResultMessage, PhaseStartsRoundTripWithTheirNaNs) {
   EXPECT_EQ(back.phase_starts_s[3], 0.3);
 }
 
+TEST(RankResultMessage, UntrustedReasonsRoundTrip) {
+  // Note [Program steps asked and run]: a program cell's reasons reach rank 0.
+  RankResult result;
+  result.cell_id = "c";
+  result.untrusted_reasons = {"steps: the program ran 8 steps, 20 were asked", "code: shadowed"};
+  EXPECT_EQ(deserialize_result(serialize(result)).untrusted_reasons, result.untrusted_reasons);
+}
+
 }  // namespace
 }  // namespace scalebench
