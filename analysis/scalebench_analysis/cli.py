@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import pandas as pd
+
 from .arguments import fraction, positive_float
 from .errors import AnalysisError, UsageError
 from .history import command as history_command
@@ -19,7 +21,7 @@ from .output import live, probe_render, timeline
 from .output.fit import console_width, wrap
 from .output.render import render
 from .read.loader import load
-from .tables import compare, probe, quality
+from .tables import compare, probe, program_checks, quality
 from .tables.analysis import Analysis, AnalysisOptions, analyze
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
@@ -259,6 +261,17 @@ def _warn_damaged(command: str, *loaded) -> None:
             )
 
 
+def _warn_identical_code(command: str, *loaded) -> None:
+    """One line on stderr per experiment whose branches ran byte-identical code
+    (tables/program_checks.py), over the cells of every loaded file together."""
+    frames = [r.cells for r in loaded if r is not None and len(r.cells)]
+    if not frames:
+        return
+    cells = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    for line in program_checks.identical_code_warnings(cells):
+        print(f"scalebench {command}: warning: {line}", file=sys.stderr)
+
+
 #: Options of analyze / report that need a results file; refused for a probe file.
 _RESULTS_ONLY = {
     "ablation": "--ablation",
@@ -298,6 +311,7 @@ def run_analyze(args) -> int:
         return run_analyze_probe(args)
     analysis = analyze(args.results, _options(args))
     _warn_damaged("analyze", analysis.results, analysis.baseline)
+    _warn_identical_code("analyze", analysis.results)
     text = render(
         analysis, args.format, args.table or "cells", _width(args), args.details, args.summary
     )
@@ -318,6 +332,7 @@ def run_compare(args) -> int:
             raise UsageError("--branches compares two branches of one file: give one file")
         loaded = load(args.base)
         _warn_damaged("compare", loaded)
+        _warn_identical_code("compare", loaded)
         base, new = (compare.branch_view(loaded, branch) for branch in args.branches)
         table, phases = compare.compare_tables(
             base, new, options.gate, ("commit", "branch"), options.quality
@@ -327,6 +342,7 @@ def run_compare(args) -> int:
             raise UsageError("compare needs two files (base new), or one with --branches B N")
         base, new = load(args.base), load(args.new)
         _warn_damaged("compare", base, new)
+        _warn_identical_code("compare", base, new)
         table, phases = compare.compare_tables(
             base, new, options.gate, quality_options=options.quality
         )
