@@ -55,8 +55,11 @@ const std::vector<std::string> kInferHeader{"branch",  "experiment", "checkpoint
                                             "trainer", "batch_size", "overrides"};
 
 /// CytoDL experiment configs with a zoo stand-in (3D image-to-image networks -> unet3d).
+/// `im2im/labelfree` is the real config's name (cyto-dl 0.6.2); `im2im/label_free`, which
+/// earlier task files used, is kept.
 const std::map<std::string, std::string> kExperimentModels{
     {"im2im/segmentation", "unet3d"},
+    {"im2im/labelfree", "unet3d"},
     {"im2im/label_free", "unet3d"},
 };
 

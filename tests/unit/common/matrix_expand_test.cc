@@ -273,6 +273,8 @@ TEST(MatrixCsvTest, TrainTaskFileMapsColumns) {
   EXPECT_EQ(first.mode, Mode::kTrain);
   EXPECT_EQ(first.precision, Precision::kFp32);
   EXPECT_NE(first.source.find("cytodl_train.csv:3"), std::string::npos) << "after the comment";
+  EXPECT_EQ(m.cells[1].experiment, "im2im/labelfree");  // the real config's name
+  EXPECT_EQ(m.cells[1].model.zoo, "unet3d");
   const auto& last = m.cells[3];  // quoted, comma-separated overrides
   EXPECT_EQ(last.precision, Precision::kBf16);
   EXPECT_EQ(last.world_size, 2);
