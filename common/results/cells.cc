@@ -204,7 +204,7 @@ void drop_results(hid_t cell_group) {
   }
   for (const auto& name : h5::attribute_names(cell_group)) {
     if (name.starts_with(kEffectivePrefix) || name == kIneffectiveReasons ||
-        name.starts_with(kProgressPrefix)) {
+        name == kUntrustedReasons || name.starts_with(kProgressPrefix)) {
       HDF5_CHECK(H5Adelete(cell_group, name.c_str()));
     }
   }

@@ -55,5 +55,27 @@ TEST(ProgramSeries, RepetitionsOfAProgramCellWithAnUnstoredEnvValueFormOneSeries
   EXPECT_EQ(series.front().completed, 3);
 }
 
+// Note [Program steps asked and run]: the ranks' untrusted reasons are stored once each, and a
+// retry of the cell (mark_running again, --resume) drops them with its other results.
+TEST(ProgramSeries, UntrustedReasonsAreStoredAndARetryDropsThem) {
+  testing_util::TempDir dir;
+  const auto path = dir.path() / "r.h5";
+  auto store = ResultsStore::create(path, testing_util::test_provenance("0123456789abcdef"), false);
+  const CellSpec cell = repeated_program_cell(0);
+  auto ranks = testing_util::full_results(cell);
+  for (auto& rank : ranks) rank.untrusted_reasons = {"steps: the program ran 3 steps"};
+  store.mark_running(cell, {1});
+  store.complete_cell(cell, ranks);
+  const auto stored = read_results_overview(path).at("cells").at(cell.cell_id);
+  EXPECT_EQ(stored.at(results::kUntrustedReasons),
+            nlohmann::json::array({"steps: the program ran 3 steps"}));
+  store.mark_running(cell, {1});
+  store.complete_cell(cell, testing_util::full_results(cell));
+  EXPECT_FALSE(read_results_overview(path)
+                   .at("cells")
+                   .at(cell.cell_id)
+                   .contains(results::kUntrustedReasons));
+}
+
 }  // namespace
 }  // namespace scalebench
