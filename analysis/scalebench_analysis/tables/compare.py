@@ -100,7 +100,7 @@ def speedup_in_file(
         )
     target = parse_value(value, examples[0])
     drop = ("commit",) if field == "branch" else ()
-    usable = {u: unit for u, unit in units.items() if runs.ok_runs(results, unit)}
+    usable = {u: unit for u, unit in units.items() if runs.ok_runs(unit)}
     key = {
         runs.match_key(unit.spec, drop): u
         for u, unit in usable.items()
@@ -112,14 +112,13 @@ def speedup_in_file(
             f"--baseline {field}={value}: no ok cell has {field}={value} "
             f"(found: {', '.join(found)})"
         )
-    rows = []
+    rows, side = [], pairs.Side(results, trust)
     for unit in usable.values():
         if _get(unit.spec, field) == target:
             continue
         base_id = key.get(runs.match_key(_with(unit.spec, field, target), drop))
         if base_id is None:
             continue
-        side = pairs.Side(results, trust)
         row = pairs.judged_row(side, usable[base_id], side, unit, options.alpha)
         row["baseline"] = f"{field}={_get(usable[base_id].spec, field)}"
         rows.append(row)
@@ -191,7 +190,7 @@ def speedup_between_files(
         if base_id is None or new_id is None:
             continue
         b, n = base_units[base_id], new_units[new_id]
-        if not runs.ok_runs(base, b) or not runs.ok_runs(new, n):
+        if not runs.ok_runs(b) or not runs.ok_runs(n):
             continue
         row = pairs.judged_row(
             pairs.Side(base, trust_base), b, pairs.Side(new, trust_new), n, options.alpha
@@ -269,8 +268,8 @@ def compare_tables(
     rows, tested = [], []
     for base_id, new_id, matched_by in runs.match_units(base_units, new_units, drop):
         b, n = base_units.get(base_id), new_units.get(new_id)
-        b_ok = runs.ok_runs(base, b) if b else []
-        n_ok = runs.ok_runs(new, n) if n else []
+        b_ok = runs.ok_runs(b) if b else []
+        n_ok = runs.ok_runs(n) if n else []
         status, why = _status_verdict(b, n, b_ok, n_ok)
         if b_ok and n_ok and status != "broke":
             row = pairs.judged_row(base_side, b, new_side, n, options.alpha)
@@ -284,7 +283,7 @@ def compare_tables(
             matched_by=matched_by,
             base_status=b.status_text() if b else "",
             new_status=n.status_text() if n else "",
-            **_accuracy_columns(_reference(base, b), _reference(new, n)),
+            **_accuracy_columns(_reference(b), _reference(n)),
         )
         rows.append(row)
     p = np.array([rows[i]["p_value"] for i in tested])
@@ -299,12 +298,12 @@ def compare_tables(
     return table, phases
 
 
-def _reference(results: Results, unit):
+def _reference(unit):
     """The cells row whose accuracy a unit shows: its first ok run, else its first run."""
     if unit is None:
         return None
-    ok = runs.ok_runs(results, unit)
-    return results.cell(ok[0] if ok else unit.cells[0])
+    ok = runs.ok_runs(unit)
+    return unit.rows[ok[0] if ok else unit.cells[0]]
 
 
 #: Columns of compare_tables' regressions. n_base / n_new: runs on each side.

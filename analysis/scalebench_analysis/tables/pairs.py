@@ -5,7 +5,7 @@ ok runs each, judged by verdict.judge over their run medians, every phase's chan
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -14,18 +14,22 @@ from ..read.loader import Results
 from . import accuracy, runs, verdict
 
 
-@dataclass(frozen=True)
+@dataclass
 class Side:
-    """One side of a comparison: the file and its trust table."""
+    """One side of a comparison: the file, its trust table and each cell's untrusted
+    reason ("" when trusted)."""
 
     results: Results
     trust: pd.DataFrame
+    reasons: dict = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reasons = runs.trust_reasons(self.trust)
 
 
-def _throughput(results: Results, cell_ids: list) -> float:
-    by_id = results.cells.set_index("cell_id")
-    values = [by_id.loc[c].get("throughput_samples_per_s", np.nan) for c in cell_ids]
-    values = [v for v in values if v is not None and np.isfinite(v)]
+def _throughput(unit, cell_ids: list) -> float:
+    values = [v for v in runs.run_figures(unit, cell_ids, "throughput_samples_per_s")]
+    values = [v for v in values if np.isfinite(v)]
     return float(np.median(values)) if values else np.nan
 
 
@@ -34,22 +38,22 @@ def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict
     verdict.judge of their run medians (verdict still "" when a test is to decide), the
     phases' changes (`phase_changes`: (phase, verdict.phase_change) list), the
     throughputs and speedup, trusted, accuracy and the ids."""
-    b_runs = runs.ok_runs(base.results, base_unit)
-    n_runs = runs.ok_runs(new.results, new_unit)
+    b_runs = runs.ok_runs(base_unit)
+    n_runs = runs.ok_runs(new_unit)
     reasons = {
-        "base": runs.trust_reasons(base.trust, b_runs),
-        "new": runs.trust_reasons(new.trust, n_runs),
+        "base": [base.reasons.get(c, "") for c in b_runs],
+        "new": [new.reasons.get(c, "") for c in n_runs],
     }
     untrusted = verdict.untrusted_text(reasons)
     row = verdict.judge(
-        runs.run_medians(base.results, b_runs),
-        runs.run_medians(new.results, n_runs),
+        runs.run_figures(base_unit, b_runs),
+        runs.run_figures(new_unit, n_runs),
         alpha,
         untrusted,
     )
-    throughput = _throughput(new.results, n_runs)
-    base_throughput = _throughput(base.results, b_runs)
-    new_cell = new.results.cell(n_runs[0])
+    throughput = _throughput(new_unit, n_runs)
+    base_throughput = _throughput(base_unit, b_runs)
+    new_cell = new_unit.rows[n_runs[0]]
     row.update(
         label=new_unit.label,
         base_cell_id=base_unit.unit_id,
@@ -59,7 +63,9 @@ def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict
         speedup=throughput / base_throughput,
         trusted=not untrusted[0],
         accuracy=accuracy.text(new_cell),
-        phase_changes=runs.phase_changes(base.results, b_runs, new.results, n_runs, alpha),
+        phase_changes=runs.phase_changes(
+            base.results, b_runs, new.results, n_runs, alpha, new_unit.mode
+        ),
     )
     return row
 

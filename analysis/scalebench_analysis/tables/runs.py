@@ -36,7 +36,7 @@ BROKEN_STATUSES = ("failed", "oom", "timeout")
 @dataclass
 class Unit:
     """One compared cell: its id (series id or cell id), label, reference spec and mode,
-    and its runs' cell ids and statuses in repetition order."""
+    and its runs' cell ids, statuses and rows of Results.cells in repetition order."""
 
     unit_id: str
     label: str
@@ -44,6 +44,7 @@ class Unit:
     mode: str
     cells: list = field(default_factory=list)
     statuses: list = field(default_factory=list)
+    rows: dict = field(default_factory=dict)  # cell id -> its row of Results.cells
 
     @property
     def repeated(self) -> bool:
@@ -76,6 +77,7 @@ def units_of(results: Results, keep=None) -> dict:
             unit.spec = cell["spec"]
         unit.cells.append(cell["cell_id"])
         unit.statuses.append(cell["status"])
+        unit.rows[cell["cell_id"]] = cell
     return out
 
 
@@ -106,21 +108,19 @@ def match_units(base: dict, new: dict, drop: tuple) -> list:
     return pairs
 
 
-def ok_runs(results: Results, unit: Unit) -> list:
+def ok_runs(unit: Unit) -> list:
     """Cell ids of the unit's ok runs with a finite summary `median_s`."""
-    by_id = results.cells.set_index("cell_id")
     out = []
     for cell_id, status in zip(unit.cells, unit.statuses):
-        median = by_id.loc[cell_id].get("median_s", math.nan) if cell_id in by_id.index else None
+        median = unit.rows[cell_id].get("median_s", math.nan)
         if status == "ok" and median is not None and np.isfinite(median):
             out.append(cell_id)
     return out
 
 
-def run_medians(results: Results, cell_ids: list) -> list:
-    """The summary `median_s` of each run."""
-    by_id = results.cells.set_index("cell_id")
-    return [float(by_id.loc[c, "median_s"]) for c in cell_ids]
+def run_figures(unit: Unit, cell_ids: list, column: str = "median_s") -> list:
+    """The `column` of each run (its summary `median_s` by default)."""
+    return [float(unit.rows[c].get(column, math.nan)) for c in cell_ids]
 
 
 def broken_runs(unit: Unit) -> int:
@@ -128,13 +128,15 @@ def broken_runs(unit: Unit) -> int:
     return sum(s in BROKEN_STATUSES for s in unit.statuses)
 
 
-def trust_reasons(trust: pd.DataFrame, cell_ids: list) -> list:
-    """Per run: its untrusted_because ("" when trusted; quality.trust_table)."""
-    by_id = dict(zip(trust.cell_id, trust.untrusted_because))
-    return [by_id.get(c, "") if isinstance(by_id.get(c, ""), str) else "" for c in cell_ids]
+def trust_reasons(trust: pd.DataFrame) -> dict:
+    """cell id -> its untrusted_because ("" when trusted; quality.trust_table)."""
+    pairs = zip(trust.cell_id, trust.untrusted_because)
+    return {c: r if isinstance(r, str) else "" for c, r in pairs}
 
 
-def phase_names(results: Results, base_cells: list, other: Results, new_cells: list) -> list:
+def phase_names(
+    results: Results, base_cells: list, other: Results, new_cells: list, mode: str
+) -> list:
     """The phases every run of both sides timed, in the first run's order, without the
     summarised phase (the step or batch itself: the cell's own verdict)."""
     if not base_cells or not new_cells:
@@ -144,32 +146,30 @@ def phase_names(results: Results, base_cells: list, other: Results, new_cells: l
         for cell_id in cells:
             have = set(source.phases(cell_id))
             names = [n for n in names if n in have]
-    mode = results.cell(base_cells[0])["mode"]
     return [n for n in names if n != summarised_phase(mode)]
 
 
-def phase_medians(results: Results, cell_ids: list, phase: str) -> list:
+def phase_medians(results: Results, cell_ids: list, phase: str, mode: str) -> list:
     """Per run: the median over its measured iterations of `phase` (module doc)."""
     out = []
     for cell_id in cell_ids:
-        mode = results.cell(cell_id)["mode"]
         samples = iteration_samples(results, cell_id, mode, phase)
         out.append(float(np.median(samples)) if samples.size else math.nan)
     return out
 
 
 def phase_changes(
-    base: Results, base_cells: list, new: Results, new_cells: list, alpha: float
+    base: Results, base_cells: list, new: Results, new_cells: list, alpha: float, mode: str
 ) -> list:
-    """(phase, verdict.phase_change) of every phase both sides timed."""
+    """(phase, verdict.phase_change) of every phase both sides timed (runs of `mode`)."""
     return [
         (
             phase,
             verdict.phase_change(
-                phase_medians(base, base_cells, phase),
-                phase_medians(new, new_cells, phase),
+                phase_medians(base, base_cells, phase, mode),
+                phase_medians(new, new_cells, phase, mode),
                 alpha,
             ),
         )
-        for phase in phase_names(base, base_cells, new, new_cells)
+        for phase in phase_names(base, base_cells, new, new_cells, mode)
     ]
