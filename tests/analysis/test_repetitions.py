@@ -22,8 +22,8 @@ import pytest
 from scipy import stats
 
 import scalebench_analysis as sa
+from scalebench_analysis.output import repetitions_text
 from scalebench_analysis.read import series
-from scalebench_analysis.tables import repetitions
 
 import make_results
 import rawdata
@@ -234,7 +234,7 @@ def test_damaged_series_group_is_left_out_with_a_warning(results_file, repeated,
 
 def _interval(attrs, scale=1e3, fmt="{:,.3f}", prefix="median_s") -> str:
     names = (prefix, f"{prefix}_ci_low", f"{prefix}_ci_high")
-    return repetitions.interval_text(*(_num(attrs[n]) * scale for n in names), fmt=fmt)
+    return repetitions_text.interval_text(*(_num(attrs[n]) * scale for n in names), fmt=fmt)
 
 
 def _expected_lines(repeated) -> dict:
@@ -243,7 +243,7 @@ def _expected_lines(repeated) -> dict:
     labels = dict(zip(results.series.series_id, results.series.label))
     out = {}
     for series_id, a in repeated.series.items():
-        throughput = repetitions.interval_text(
+        throughput = repetitions_text.interval_text(
             _num(a["throughput_samples_per_s"]),
             _num(a["throughput_ci_low"]),
             _num(a["throughput_ci_high"]),

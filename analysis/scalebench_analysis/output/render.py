@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..tables import batch, compare, pairs, repetitions, summary
+from ..tables import batch, compare, pairs, summary
 from ..tables.analysis import STATISTICS, Analysis
+from . import repetitions_text
 from .fit import SUMMARY_WIDTH, fit_table, wrap
 
 TITLES = {
@@ -132,9 +133,9 @@ def _format_value(column: str, value) -> str:
 
 def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with machine-only columns dropped and every value formatted as text (the
-    Repetitions table: repetitions.display_table)."""
+    Repetitions table: repetitions_text.display_table)."""
     if name == "repetitions":
-        return repetitions.display_table(frame)
+        return repetitions_text.display_table(frame)
     hidden = _HIDDEN - (
         {"branch", "experiment", "mode", "precision", "setting", "batch_size", "world_size"}
         if name in _KEEP_IDENTITY
@@ -189,7 +190,7 @@ def section_notes(analysis: Analysis, name: str, frame: pd.DataFrame) -> list[st
     if name in ("speedup", "speedup_vs_file"):
         return pairs.verdict_notes(frame)
     if name == "repetitions":
-        return repetitions.notes(frame)
+        return repetitions_text.notes(frame)
     return []
 
 
@@ -292,7 +293,11 @@ def to_markdown(analysis: Analysis) -> str:
         parts += ["## Batch size: executive summary", "", batch.executive_summary(studies)]
     repeated = analysis.sections.get("repetitions")
     if repeated is not None and len(repeated):
-        parts += ["## Repetitions: executive summary", "", repetitions.executive_summary(repeated)]
+        parts += [
+            "## Repetitions: executive summary",
+            "",
+            repetitions_text.executive_summary(repeated),
+        ]
     for name, frame in analysis.sections.items():
         parts += [f"## {TITLES.get(name, name)}", ""]
         shown = display_frame(name, frame)
