@@ -170,8 +170,9 @@ TEST(ProgramRun, ProgramsAreCellsWithTheirOwnPhasesAndFailuresAreRecorded) {
       if (experiment == "plain") EXPECT_GE(timings.at(0, 0, "step"), 0.3);
       continue;
     }
-    // Note [Environment allowlist]: PYTHONPATH is not on it, so its value is not stored.
-    EXPECT_EQ(spec.at("program").at("env").at("PYTHONPATH"), results::kNotStoredValue);
+    // Note [Stored program environment]: PYTHONPATH holds a path, so its value is stored.
+    EXPECT_EQ(spec.at("program").at("env").at("PYTHONPATH"),
+              (fs::path(build_info::source_dir()) / "protocol/client").string());
     const int world = spec.at("world_size");
     ASSERT_EQ(timings.dims[0], static_cast<unsigned long long>(world));
     ASSERT_EQ(timings.dims[1], 14U);  // 2 warm-up + 12 measured steps
