@@ -17,7 +17,7 @@ import pandas as pd
 from .arguments import fraction, positive_float
 from .errors import AnalysisError, UsageError
 from .history import command as history_command
-from .output import live, probe_render, timeline
+from .output import live, ops_render, probe_render, timeline
 from .output.fit import console_width, wrap
 from .output.render import render
 from .read.loader import load
@@ -116,6 +116,17 @@ def _add_baselines(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_ops_limit(parser: argparse.ArgumentParser, default: int) -> None:
+    parser.add_argument(
+        "--ops-limit",
+        type=int,
+        default=default,
+        metavar="N",
+        help=f"with --ops: operators shown per phase (analyze) or per pair (compare), default "
+        f"{default}",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scalebench-analysis", description="Analyse scalebench results files."
@@ -152,6 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
         "experiment, scaling, recommended batch, failures, untrusted cells); `scalebench run` "
         "ends with it",
     )
+    a.add_argument(
+        "--ops",
+        nargs="?",
+        const="",
+        metavar="CELL",
+        help="operator profiles (cells run with profile_steps): the top operators by self time "
+        "per phase of every profiled cell, or of those whose id starts with CELL "
+        "(docs/profiles.md)",
+    )
+    _add_ops_limit(a, 10)
     _add_output(a)
     _add_baselines(a)
     _add_quality(a)
@@ -165,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar=("BASE", "NEW"),
         help="within one file: the cells of branch NEW against those of branch BASE",
     )
+    c.add_argument(
+        "--ops",
+        action="store_true",
+        help="per compared pair of profiled cells: the operators added, removed, changed in "
+        "count or time, ranked by their share of the step's change (docs/profiles.md); "
+        "printed instead of the regression table, the exit status is still the gate's",
+    )
+    _add_ops_limit(c, 15)
     _add_output(c)
     _add_quality(c)
     _add_gate(c)
@@ -309,6 +338,15 @@ def run_analyze_probe(args) -> int:
 def run_analyze(args) -> int:
     if probe.is_probe_file(args.results):
         return run_analyze_probe(args)
+    if args.ops is not None:  # docs/profiles.md
+        loaded = load(args.results)
+        _write(
+            ops_render.analyze_ops(
+                loaded, args.results, args.ops or None, args.ops_limit, args.format
+            ),
+            args.output,
+        )
+        return EXIT_OK
     analysis = analyze(args.results, _options(args))
     _warn_damaged("analyze", analysis.results, analysis.baseline)
     _warn_identical_code("analyze", analysis.results)
@@ -346,6 +384,13 @@ def run_compare(args) -> int:
         table, phases = compare.compare_tables(
             base, new, options.gate, quality_options=options.quality
         )
+    if args.ops:  # docs/profiles.md: the operators of each compared pair
+        new_path = args.base if args.branches else args.new
+        text = ops_render.compare_ops(
+            base, args.base, new, new_path, table, args.ops_limit, args.format
+        )
+        _write(text, args.output)
+        return EXIT_REGRESSION if compare.gate_failed(table) else EXIT_OK
     sections = {"regressions": table, "phases": phases}
     analysis = Analysis(results=new, options=options, sections=sections)
     text = render(analysis, args.format, args.table or "regressions", _width(args))
