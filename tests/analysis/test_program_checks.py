@@ -70,8 +70,11 @@ def checks_run(tmp_path_factory):
     """(results file, cells by experiment, the `site` folder shadowing the tree's package)."""
     work = tmp_path_factory.mktemp("program_checks")
     repo, site = work / "repo", work / "site"
+    # The script inside the package, as cyto_dl/train.py: `python shadowpkg/steps.py` puts
+    # shadowpkg/ first on sys.path, not the tree, so PYTHONPATH decides where
+    # `import shadowpkg` comes from.
     (repo / "shadowpkg").mkdir(parents=True)
-    (repo / "steps.py").write_text(STEPS_PY)
+    (repo / "shadowpkg" / "steps.py").write_text(STEPS_PY)
     (repo / "shadowpkg" / "__init__.py").write_text('WHERE = "tree"\n')
     (site / "shadowpkg").mkdir(parents=True)
     (site / "shadowpkg" / "__init__.py").write_text('WHERE = "site"\n')
@@ -81,7 +84,7 @@ def checks_run(tmp_path_factory):
     _git("branch", "same", cwd=repo)  # the same code on a second branch
 
     def experiment(name: str, args: list, pythonpath: str, **extra) -> dict:
-        command = ["python3", "steps.py", *args]
+        command = ["python3", "shadowpkg/steps.py", *args]
         env = {"PYTHONPATH": pythonpath, "SB_TEST_TOKEN": "not-a-path"}
         return {"name": name, "program": {"command": command, "env": env}, **extra}
 
@@ -165,7 +168,7 @@ def test_the_tree_package_imported_from_the_tree_is_its_digest(checks_run):
     for cell in cells["intree"]:
         assert cell["effective_program_code_packages"] == "shadowpkg=tree"
         assert cell["effective_program_code_digest"].startswith("sha256:")
-        assert cell["metrics"]["program_code_files"] == 2  # steps.py, shadowpkg/__init__.py
+        assert cell["metrics"]["program_code_files"] == 2  # shadowpkg/steps.py, __init__.py
         digests.add(cell["effective_program_code_digest"])
     assert len(digests) == 1  # the branches ran the same bytes
 

@@ -74,7 +74,7 @@ def _origin_kind(path: str) -> str:
     parts = path.split(os.sep)
     if "site-packages" in parts or "dist-packages" in parts:
         return "installed in the environment"
-    return "another folder (an editable install or another clone)"
+    return "another folder: an editable install or another clone"
 
 
 def _clip(text: str) -> str:
