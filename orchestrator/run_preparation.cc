@@ -5,6 +5,8 @@
 
 #include "common/base/escaped_text.h"
 #include "common/base/logging.h"
+#include "common/matrix/stored_text.h"
+#include "common/results/cells.h"
 #include "common/results/provenance.h"
 #include "orchestrator/dispatch_order.h"
 #include "orchestrator/orchestrator.h"
@@ -27,8 +29,11 @@ nlohmann::json devices_json(const std::vector<WorkerHello>& hellos) {
 
 Provenance make_provenance(const RunOptions& options, const ResolvedMatrix& matrix,
                            const std::vector<WorkerHello>& hellos, const WorkerFactory& worker) {
-  Provenance provenance = collect_provenance(options.argv, options.matrix_path.string(),
-                                             matrix.matrix().text, matrix.cell_ids(), world_size());
+  // Note [Stored matrix text]: program env values the spec does not store, the text does not.
+  const std::string text = stored_matrix_text(matrix.matrix().text, matrix.matrix().format,
+                                              program_env_value_stored, results::kNotStoredValue);
+  Provenance provenance = collect_provenance(options.argv, options.matrix_path.string(), text,
+                                             matrix.cell_ids(), world_size());
   provenance.matrix_warnings = matrix.warnings();
   if (worker.library_versions) {
     const auto versions = worker.library_versions();
