@@ -14,9 +14,10 @@ def text(value) -> str:
 
 
 def read_program_cells(path: str) -> dict:
-    """{cell_id: {attrs, timings, phases, warmup, metrics (one dict per rank), argv (one
-    list per rank), output (one text per rank), accuracy (the `accuracy` group's attributes
-    or None), validation_outputs ({rank<g>: array})}}; every cell must be ok."""
+    """{cell_id: {attrs, timings, phase_starts (None in a file without them), phases, warmup,
+    metrics (one dict per rank), argv (one list per rank), output (one text per rank),
+    accuracy (the `accuracy` group's attributes or None), validation_outputs ({rank<g>:
+    array})}}; every cell must be ok."""
     out = {}
     with h5py.File(path, "r") as f:
         for cell_id, cell in f["cells"].items():
@@ -30,6 +31,7 @@ def read_program_cells(path: str) -> dict:
                 "cell_id": cell_id,
                 "attrs": attrs,
                 "timings": timings[()],
+                "phase_starts": cell["phase_starts"][()] if "phase_starts" in cell else None,
                 "phases": json.loads(text(timings.attrs["phases"])),
                 "warmup": int(timings.attrs["warmup_iterations"]),
                 "metrics": [dict(zip(names, row)) for row in cell["rank_metrics"][()]],
@@ -55,6 +57,36 @@ def read_program_cells(path: str) -> dict:
 def measured(cell: dict, phase: str) -> np.ndarray:
     """(ranks, measured iterations) seconds of `phase`."""
     return cell["timings"][:, cell["warmup"] :, cell["phases"].index(phase)]
+
+
+def measured_starts(cell: dict, phase: str) -> np.ndarray:
+    """(ranks, measured iterations) seconds since the cell's origin at which `phase` began
+    (`phase_starts`, schemas/results-layout.md)."""
+    return cell["phase_starts"][:, cell["warmup"] :, cell["phases"].index(phase)]
+
+
+def record_gaps(cell: dict, rank: int, order) -> np.ndarray:
+    """(measured steps, len(order) + 1) seconds between the consecutive records of `rank`'s
+    steps, the phases of `order` taken one after another: from the step's begin to the first
+    phase's, from each phase's end to the next one's begin, from the last one's end to the
+    step's end. The time the client could have lost; negative where two records overlap or
+    a phase lies outside its step, NaN where a phase is missing."""
+    begin = measured_starts(cell, "step")[rank]
+    edges = [begin]
+    for phase in order:
+        start = measured_starts(cell, phase)[rank]
+        edges += [start, start + measured(cell, phase)[rank]]
+    edges.append(begin + measured(cell, "step")[rank])
+    edges = np.stack(edges, axis=1)
+    return edges[:, 1::2] - edges[:, 0::2]
+
+
+def step_gaps(cell: dict, rank: int) -> np.ndarray:
+    """(measured steps - 1,) seconds from the end of each of `rank`'s measured steps to the
+    begin of the next (negative: two steps overlap)."""
+    begin = measured_starts(cell, "step")[rank]
+    step = measured(cell, "step")[rank]
+    return begin[1:] - (begin[:-1] + step[:-1])
 
 
 def shares(cell: dict, phases) -> np.ndarray:

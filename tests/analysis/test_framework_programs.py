@@ -13,7 +13,14 @@ import os
 import numpy as np
 import pytest
 
-from programfiles import measured, read_program_cells, shares
+from programfiles import (
+    measured,
+    measured_starts,
+    read_program_cells,
+    record_gaps,
+    shares,
+    step_gaps,
+)
 
 from conftest import run_cli
 
@@ -47,6 +54,9 @@ def keras_file() -> str:
 
 
 LIGHTNING_PHASES = ("data", "hooks", "h2d", "forward", "zero_grad", "backward", "optimizer")
+#: The phases of a Lightning step one after another, in the order its loop runs them
+#: (scalebench_client/lightning.py); `hooks` is the sum of the hook calls between them.
+LIGHTNING_ORDER = ("data", "h2d", "forward", "zero_grad", "backward", "optimizer")
 
 
 def test_lightning_reports_its_phases_on_every_rank_of_both_branches(lightning_file):
@@ -64,11 +74,35 @@ def test_lightning_reports_its_phases_on_every_rank_of_both_branches(lightning_f
             assert f"trainer.devices={world}" in argv and "trainer.num_nodes=1" in argv, argv
             assert "trainer.max_steps=22" in argv, argv  # {steps}: 2 warm-up + 20 measured
         share = shares(cell, LIGHTNING_PHASES)
-        assert np.all(share <= 1 + 1e-9)
-        # What is left is Lightning's own loop code between its profiled hooks (a few hundred
-        # microseconds per step on this CPU): within 1 % for steps of this size.
-        for rank, row in enumerate(share):
-            assert np.median(row) >= 0.99, (attrs["branch"], world, rank, row)
+        assert np.all(share <= 1 + 1e-9)  # no time counted twice
+        step = measured(cell, "step")
+        hooks = measured(cell, "hooks")
+        hooks_begin = measured_starts(cell, "hooks")
+        step_begin = measured_starts(cell, "step")
+        for rank in range(world):
+            gaps = record_gaps(cell, rank, LIGHTNING_ORDER)
+            where = (attrs["branch"], world, rank)
+            # Every step has every phase, one after another in the loop's order and inside
+            # its step, with the hooks inside the step too: guards against a phase bracketed
+            # at the wrong action (a begin or end moved, the optimizer's own update not
+            # split from its closure, a step that begins or ends at another action). Exact:
+            # the load of the machine moves no boundary across another.
+            assert np.all(np.isfinite(gaps)), (where, gaps)
+            assert np.all(gaps >= -1e-9), (where, gaps)
+            assert np.all(hooks_begin[rank] >= step_begin[rank] - 1e-9), where
+            hooks_end = hooks_begin[rank] + hooks[rank]
+            assert np.all(hooks_end <= step_begin[rank] + step[rank] + 1e-9), where
+            # The time the client could have lost: the gaps between its records, less the
+            # hooks it recorded inside them. Guards against time of a phase the client did
+            # not record (the rest of the gaps is Lightning's own loop code between its
+            # profiled actions, a few hundred microseconds a step on this CPU): within 1 % of
+            # the step, as before. Each gap is taken as its median over the steps, not the
+            # step's share: a busy machine preempts the program in a gap of some steps
+            # (issue 43: 98.99 % under load), and a gap preempted in fewer than half of the
+            # steps does not move its median, while time lost in most steps still does.
+            lost = np.median(gaps, axis=0).sum() - np.median(hooks[rank])
+            typical = np.median(step[rank])
+            assert lost <= 0.01 * typical, (where, np.median(gaps, axis=0), typical)
     assert seen == {(b, w) for b in ("main", "bf16-channels-last") for w in (1, 2)}
     # Start-up: the program's launch to its first step (imports, Hydra, model, DDP setup).
     for cell in cells.values():
@@ -133,9 +167,24 @@ def test_jax_compilation_is_apart_from_the_steps_which_match_the_scripts_clock(j
         assert cell["phases"] == ["data", "compute", "step"], cell["phases"]
         for metrics in cell["metrics"]:
             assert metrics["program_compile_s"] > 0, (cell_id, metrics)
-            steps = measured(cell, "step").sum(axis=1)[0]
+            step = measured(cell, "step")[0]
+            begin = measured_starts(cell, "step")[0]
             outside = metrics["program_outside_measured_s"]
-            assert abs(steps / outside - 1) < 0.02, (cell_id, steps, outside)
+            # The steps match the script's clock around them (time.monotonic from the first
+            # measured step to after the last): the records lie inside it, one after
+            # another, and the client loses no time between them. Guards against a step
+            # record that misses part of its step or counts time of another (the client's
+            # own records, the compilation). Exact where it can be: the sum and the order.
+            # The gaps between steps (the loop's own code) are taken as their median, and the
+            # span of the records against the script's clock is two short moments (before
+            # the first step, the metric call after the last): a busy machine preempting
+            # the program between a few steps moved the sum of the gaps past 2 % (issue 43).
+            assert step.sum() <= outside + 1e-6, (cell_id, step.sum(), outside)
+            gaps = step_gaps(cell, 0)
+            assert np.all(gaps >= -1e-9), (cell_id, gaps)
+            assert np.median(gaps) < 0.02 * np.median(step), (cell_id, gaps, step)
+            span = begin[-1] + step[-1] - begin[0]
+            assert outside - span < 0.02 * outside, (cell_id, span, outside)
             # Compilation is not in the steps: the first step is not the compile's length.
             assert (
                 cell["timings"][0, 0, cell["phases"].index("step")] < metrics["program_compile_s"]

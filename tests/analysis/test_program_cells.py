@@ -19,7 +19,7 @@ import os
 import numpy as np
 import pytest
 
-from programfiles import measured, read_program_cells
+from programfiles import measured, measured_starts, read_program_cells, record_gaps, step_gaps
 
 from conftest import run_cli
 
@@ -64,31 +64,53 @@ def test_every_branch_and_world_size_ran_the_users_program(cells):
 def test_the_phases_of_every_iteration_sum_to_its_step_within_1_percent(cells):
     """The client times each phase inside its step; what is left is the client's own cost
     between the phases, microseconds against steps of milliseconds (99.5-99.8 % here). On
-    this oversubscribed runner (an orchestrator, two workers and two programs on two cores)
-    the scheduler may preempt a program in one of those gaps, so an occasional iteration
-    falls further, and a busy machine shifts them all a little (a median of 99.47 % was seen
-    with a build running beside the suite): 95 % of each rank's iterations and its median are
-    held to 1 %, every iteration to 5 %."""
+    this oversubscribed runner (an orchestrator, two workers and two programs on two cores),
+    and more on a busy machine (issue 43), the scheduler preempts a program in one of those
+    gaps in some iterations: that is the machine, not the client. So the records are checked
+    exactly where the load cannot move them (every phase of every iteration, one after
+    another inside its step), and the time between them by gap: each gap's median over the
+    iterations, and each iteration less its one longest gap (where a preemption lands)."""
     for key, cell in cells.items():
         step = measured(cell, "step")
         phases = sum(measured(cell, p) for p in PHASES)
         share = phases / step
         assert np.all(np.isfinite(share)), key
-        assert np.all(share <= 1.0 + 1e-9), (key, share.max())
-        for rank, row in enumerate(share):
-            assert np.median(row) >= 0.99, (key, rank, row)
-            assert np.mean(row >= 0.99) >= 0.95, (key, rank, row)
-            assert row.min() >= 0.95, (key, rank, row)
+        assert np.all(share <= 1.0 + 1e-9), (key, share.max())  # no time counted twice
+        for rank in range(step.shape[0]):
+            gaps = record_gaps(cell, rank, PHASES)
+            # Guards against a phase recorded at the wrong moment or not at all in any
+            # iteration: exact.
+            assert np.all(np.isfinite(gaps)) and np.all(gaps >= -1e-9), (key, rank, gaps)
+            # Guards against time the client loses in most iterations (its own cost grown,
+            # a phase cut short): the gaps' medians within 1 % of the median step.
+            typical = np.median(step[rank])
+            assert np.median(gaps, axis=0).sum() <= 0.01 * typical, (key, rank, gaps)
+            # Guards against time lost in some iterations only: in 95 % of the iterations,
+            # and in every one to 5 %, the gaps but the longest within 1 % of the step.
+            rest = (gaps.sum(axis=1) - gaps.max(axis=1)) / step[rank]
+            assert np.mean(rest <= 0.01) >= 0.95, (key, rank, rest)
+            assert rest.max() <= 0.05, (key, rank, rest)
 
 
 def test_the_steps_add_up_to_the_scripts_own_clock_within_2_percent(cells):
     """train_ddp.py keeps its own monotonic clock around the measured steps (not the
-    client's), reported as the metric outside_measured_s."""
+    client's), reported as the metric outside_measured_s. Guards against step records that
+    miss part of their step or count another's: the records lie inside the script's clock,
+    one after another (exact), the gaps between them (the loop's own code) have a median
+    within 2 % of the step, and the script's clock passes the records' span by under 2 %. A
+    busy machine preempting the program between a few steps moved the sum of the gaps past
+    2 % (issue 43); it does not move their median."""
     for key, cell in cells.items():
-        steps = measured(cell, "step").sum(axis=1)
+        step = measured(cell, "step")
+        begin = measured_starts(cell, "step")
         for rank, metrics in enumerate(cell["metrics"]):
             outside = metrics["program_outside_measured_s"]
-            assert abs(steps[rank] / outside - 1) < 0.02, (key, rank, steps[rank], outside)
+            assert step[rank].sum() <= outside + 1e-6, (key, rank, step[rank].sum(), outside)
+            gaps = step_gaps(cell, rank)
+            assert np.all(gaps >= -1e-9), (key, rank, gaps)
+            assert np.median(gaps) < 0.02 * np.median(step[rank]), (key, rank, gaps)
+            span = begin[rank, -1] + step[rank, -1] - begin[rank, 0]
+            assert outside - span < 0.02 * outside, (key, rank, span, outside)
 
 
 def test_the_branches_differ_as_their_code_does(cells):
