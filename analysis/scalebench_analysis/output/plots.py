@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..read.keys import GROUP_COLUMNS  # noqa: E402
 from ..tables.analysis import Analysis  # noqa: E402
 from ..tables.quality import busy_times, iteration_samples  # noqa: E402
 from .batch_plots import BATCH_PLOTS  # noqa: E402
@@ -98,7 +99,7 @@ def scaling_efficiency(analysis: Analysis):
             data = scale[np.isfinite(scale[column].astype(float))]
             worlds = sorted(scale.world_size.unique())
             ax.plot(worlds, [1.0] * len(worlds), "k--", linewidth=1, label="ideal")
-            groups = data.groupby(["branch", "experiment", "mode", "precision", "setting", curve])
+            groups = data.groupby([*GROUP_COLUMNS, curve])
             for i, (key, line) in enumerate(groups):
                 if len(line) < 2:
                     continue

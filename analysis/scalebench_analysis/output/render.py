@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
+from ..read.keys import IDENTITY_COLUMNS
 from ..tables import batch, compare, pairs, summary
 from ..tables.analysis import STATISTICS, Analysis
 from . import repetitions_text
@@ -136,11 +137,7 @@ def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     Repetitions table: repetitions_text.display_table)."""
     if name == "repetitions":
         return repetitions_text.display_table(frame)
-    hidden = _HIDDEN - (
-        {"branch", "experiment", "mode", "precision", "setting", "batch_size", "world_size"}
-        if name in _KEEP_IDENTITY
-        else set()
-    )
+    hidden = _HIDDEN - (set(IDENTITY_COLUMNS) if name in _KEEP_IDENTITY else set())
     if name == "stragglers":
         frame = frame[frame.straggler]
     if name == "phases":

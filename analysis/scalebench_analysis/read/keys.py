@@ -6,6 +6,14 @@ from __future__ import annotations
 
 import json
 
+#: The cells table's columns that name a cell's configuration but for its batch size and
+#: world size: the cells of one scaling or batch curve share them (tables/scaling.py,
+#: tables/batch.py, output/plots.py, the summary's scaling line). One definition: the
+#: analysis modules group and show cells by these.
+GROUP_COLUMNS = ("branch", "experiment", "mode", "precision", "setting")
+#: Every identity column of the cells table, the parts of a cell's label in its order.
+IDENTITY_COLUMNS = (*GROUP_COLUMNS, "batch_size", "world_size")
+
 #: Spec fields that place a cell on a scaling / batch curve of its configuration. `samples`
 #: (inference dataset size) is among them: throughput is per sample, so cells that differ
 #: only in dataset size belong to the same curve.

@@ -20,6 +20,7 @@ import h5py
 import pandas as pd
 
 from .h5text import text
+from .keys import IDENTITY_COLUMNS
 
 #: Columns of `Results.series`: the `/series` attributes (`cells` and
 #: `repetition_median_s` as lists, `disagree` as bool), then the labelling columns of the
@@ -45,16 +46,7 @@ COLUMNS = [
     "bootstrap_seed",
 ]
 #: The labelling columns `attach_labels` adds (from the series' repetition-0 cell).
-LABEL_COLUMNS = [
-    "label",
-    "branch",
-    "experiment",
-    "mode",
-    "precision",
-    "setting",
-    "batch_size",
-    "world_size",
-]
+LABEL_COLUMNS = ["label", *IDENTITY_COLUMNS]
 _FLOATS = (
     "median_s",
     "median_s_ci_low",

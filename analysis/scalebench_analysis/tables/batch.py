@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from ..read.cells import BATCH_FIGURES
-from ..read.keys import config_key
+from ..read.keys import GROUP_COLUMNS, config_key
 from ..read.loader import Results
 
 KNEE_TOLERANCE = 0.05
-CURVE_COLUMNS = ["branch", "experiment", "mode", "precision", "setting", "world_size"]
+CURVE_COLUMNS = [*GROUP_COLUMNS, "world_size"]
 
 
 def curve_key(spec: dict) -> str:

@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..read import keys
 from ..read.loader import Results
 
-GROUP_COLUMNS = ["branch", "experiment", "mode", "precision", "setting"]
+GROUP_COLUMNS = list(keys.GROUP_COLUMNS)
 
 
 def comm_share(results: Results, cell_id: str) -> float:

@@ -21,6 +21,8 @@ import math
 
 import pandas as pd
 
+from ..read.keys import GROUP_COLUMNS
+
 #: Untrusted-reason fragment (quality.py) -> what to do about it.
 _REMEDIES = (
     (
@@ -53,7 +55,7 @@ def _efficiency(scaling: pd.DataFrame, best) -> str:
     """'; scaling 87 % at 8 ranks (strong)' for the group of `best`, '' without one."""
     if scaling is None or not len(scaling):
         return ""
-    keys = ("branch", "experiment", "mode", "precision", "setting")
+    keys = GROUP_COLUMNS
     mine = scaling
     for key in keys:
         if key in mine and key in best:
