@@ -73,6 +73,13 @@ def _efficiency(scaling: pd.DataFrame, best) -> str:
     return ""
 
 
+def _unit_id(cell) -> str:
+    """The id the speedup table gives a cell: its series id (a repeated cell is one row,
+    runs.Unit), its own id when it is not repeated."""
+    series_id = cell.get("series_id")
+    return series_id if isinstance(series_id, str) and series_id else cell.cell_id
+
+
 def _speedup(speedup: pd.DataFrame | None, cell_id: str) -> str:
     if speedup is None or not len(speedup):
         return ""
@@ -117,7 +124,7 @@ def summary_lines(analysis, next_step: bool = True) -> list[str]:
             f"{experiment} {mode}: fastest {best.label}, "
             f"{best.throughput_samples_per_s:,.0f} samples/s"
             + ("" if best.trusted == True else " (untrusted)")  # noqa: E712
-            + _speedup(analysis.sections.get("speedup"), best.cell_id)
+            + _speedup(analysis.sections.get("speedup"), _unit_id(best))
             + _efficiency(analysis.sections.get("scaling"), best)
             + _recommended(analysis.results.cells, experiment, mode)
         )
