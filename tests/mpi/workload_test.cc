@@ -15,6 +15,7 @@
 #include <map>
 #include <numeric>
 #include <thread>
+#include <vector>
 
 #include "common/cell/adaptive_stop.h"
 #include "common/hdf5/check.h"
@@ -94,21 +95,53 @@ TEST(WorkloadMpi, TrainingTimingsAddUpAndReplicasStayInSync) {
   ASSERT_EQ(result.phases, phases);
   ASSERT_EQ(result.iterations(), 12u);
   EXPECT_EQ(result.warmup_iterations, 2);
+  ASSERT_EQ(result.phase_starts_s.size(), result.timings_s.size());
+  const size_t step_phase = phases.size() - 1;
+  const auto begin = [&](size_t row, size_t phase) {
+    return result.phase_starts_s[row * phases.size() + phase];
+  };
+  const auto end = [&](size_t row, size_t phase) {
+    return begin(row, phase) + result.timings_s[row * phases.size() + phase];
+  };
   double steps = 0.0, inside_all = 0.0, worst_row = 1.0;
+  std::vector<double> outside, gaps, step_times;
   for (size_t row = 2; row < 12; ++row) {
     const double* times = &result.timings_s[row * phases.size()];
     const double inside = std::accumulate(times, times + phases.size() - 1, 0.0);
-    const double step = times[phases.size() - 1];
+    const double step = times[step_phase];
     EXPECT_LE(inside, step * (1 + 1e-9));
+    // Exact, whatever the load: the phases one after another inside their step, and each
+    // step after the one before.
+    EXPECT_GE(begin(row, 0), begin(row, step_phase) - 1e-9) << row;
+    for (size_t phase = 1; phase < step_phase; ++phase) {
+      EXPECT_GE(begin(row, phase), end(row, phase - 1) - 1e-9) << row << " " << phase;
+    }
+    EXPECT_LE(end(row, step_phase - 1), end(row, step_phase) + 1e-9) << row;
+    if (row > 2) gaps.push_back(begin(row, step_phase) - end(row - 1, step_phase));
     worst_row = std::min(worst_row, inside / step);
+    outside.push_back(step - inside);
+    step_times.push_back(step);
     steps += step;
     inside_all += inside;
   }
-  // Over the measured loop, not per row: with more ranks than cores (CI), a rank preempted
-  // between two phases shows that time outside the phases of that one row, as it should.
-  EXPECT_NEAR(inside_all, steps, 0.05 * steps);
+  const auto median = [](std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  };
+  // The time outside the phases (the loop's glue inside a step) and between steps: guards
+  // against time the harness loses, which would be in every row. Taken as medians over the
+  // rows: with more ranks than cores (CI), or on a busy machine (issue 43: the sums over the
+  // loop within 5 % and 2 % failed so), a rank preempted between two phases or two steps
+  // shows that time in that one row, as it should, but not in most rows.
+  const double typical_step = median(step_times);
+  EXPECT_LE(median(outside), 0.05 * typical_step) << "time outside the phases";
+  EXPECT_GE(*std::min_element(gaps.begin(), gaps.end()), -1e-9) << "steps overlap";
+  EXPECT_LE(median(gaps), 0.02 * typical_step) << "time lost between steps";
   const double wall = result.metrics.at("loop_wall_s");
-  EXPECT_NEAR(steps, wall, 0.02 * wall);
+  EXPECT_LE(steps, wall * (1 + 1e-9)) << "the loop's clock holds every step";
+  const double span = end(11, step_phase) - begin(2, step_phase);
+  EXPECT_LE(wall - span, 0.02 * wall) << "time at the loop's edges";
   // Every rank prints its figures (the test main shows only rank 0's failures).
   std::printf(
       "rank %d of %d: sum(phases)/sum(step) = %.4f (lowest row %.4f), "
@@ -327,8 +360,22 @@ TEST(WorkloadMpi, IterationsAutoStopsOnItsBudgetOrItsCap) {
   const RankResult budget = run_cell(cell, MPI_COMM_WORLD);
   ASSERT_EQ(budget.status, CellStatus::kOk) << budget.reason;
   EXPECT_EQ(budget.stop_reason, "budget");
-  // The blocks are cut to what is left: one block past the budget at most.
-  EXPECT_LT(budget.metrics.at("loop_wall_s"), 1.5);
+  // The blocks are cut to what is left: one block past the budget at most. A block is at
+  // most a quarter of the iterations so far (and kMinBlock), planned at the speed so far; a
+  // busy machine slows it after it was planned (issue 43: an absolute 1.5 s failed so). So
+  // the bound is stated in this run's own slowest step: the budget, then at most such a
+  // block of slowest steps.
+  const size_t step_column = budget.phases.size() - 1;
+  double slowest = 0.0;
+  const auto first_measured = static_cast<size_t>(budget.warmup_iterations);
+  for (size_t row = first_measured; row < budget.iterations(); ++row) {
+    slowest = std::max(slowest, budget.timings_s[row * budget.phases.size() + step_column]);
+  }
+  const auto measured_rows = static_cast<double>(budget.iterations() - first_measured);
+  const double last_block =
+      std::max(static_cast<double>(AdaptiveStop::kMinBlock), std::ceil(measured_rows / 4));
+  EXPECT_LT(budget.metrics.at("loop_wall_s"), cell.max_seconds + 1.2 * last_block * slowest)
+      << measured_rows << " rows, slowest step " << slowest << " s";
   EXPECT_GT(budget.metrics.at("median_ci_rel"), 1e-9);
 
   cell.max_seconds = 600.0;

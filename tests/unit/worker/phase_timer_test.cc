@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
+#include <vector>
 
 namespace scalebench {
 namespace {
@@ -13,8 +15,10 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST(PhaseTimer, CpuPhasesSumToTheStep) {
-  auto timer = make_phase_timer(torch::kCPU, 3, 4);  // a, b, step
-  for (int row = 0; row < 2; ++row) {
+  constexpr int kRows = 5;
+  auto timer = make_phase_timer(torch::kCPU, 3, kRows);  // a, b, step
+  timer->mark_origin();
+  for (int row = 0; row < kRows; ++row) {
     {
       PhaseScope step(*timer, 2);
       {
@@ -29,15 +33,29 @@ TEST(PhaseTimer, CpuPhasesSumToTheStep) {
     timer->next_iteration();
   }
   const auto seconds = timer->resolve();
-  ASSERT_EQ(timer->rows(), 2u);
-  ASSERT_EQ(seconds.size(), 6u);
-  for (size_t row = 0; row < 2; ++row) {
+  const auto begins = timer->resolve_begins();
+  ASSERT_EQ(timer->rows(), static_cast<size_t>(kRows));
+  ASSERT_EQ(seconds.size(), 3u * kRows);
+  ASSERT_EQ(begins.size(), 3u * kRows);
+  std::vector<double> outside;
+  for (size_t row = 0; row < kRows; ++row) {
     const double a = seconds[row * 3], b = seconds[row * 3 + 1], step = seconds[row * 3 + 2];
+    const double* at = &begins[row * 3];
     EXPECT_GE(a, 0.020);
     EXPECT_GE(b, 0.010);
     EXPECT_GE(step, a + b);
-    EXPECT_LT(step - a - b, 0.005) << "time outside the phases";
+    // Exact, whatever the machine's load: a and b one after the other inside the step.
+    EXPECT_LE(at[2], at[0] + 1e-9) << row;
+    EXPECT_LE(at[0] + a, at[1] + 1e-9) << row;
+    EXPECT_LE(at[1] + b, at[2] + step + 1e-9) << row;
+    outside.push_back(step - a - b);
   }
+  // Time outside the phases: guards against a timer that adds its own bookkeeping (or
+  // anything else) to the step. Its median over the rows, not each row's: a busy machine
+  // may preempt the thread between two scopes of a row (issue 43), but not in most rows,
+  // while a timer's own cost would be in every one.
+  std::sort(outside.begin(), outside.end());
+  EXPECT_LT(outside[kRows / 2], 0.005) << "time outside the phases";
 }
 
 TEST(PhaseTimer, RowsAdvanceAndUnrecordedPhasesReadZero) {
