@@ -122,6 +122,10 @@ struct CellSpec {
   /// orchestrator/compiled_twins.h).
   std::string compile = "eager";
 
+  /// Steps run under the operator profiler after the measured iterations, never timed (Note
+  /// [Operator profiles] in common/cell/op_profile.h); 0 = no profile.
+  int64_t profile_steps = 0;
+
   // --- accuracy validation (Note [Accuracy validation] in common/cell/accuracy.h) -------------
   bool validate = false;            ///< compare against an fp32 reference after the loop
   double tolerance = 0.01;          ///< relative (docs/accuracy.md)

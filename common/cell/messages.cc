@@ -103,6 +103,7 @@ std::vector<uint8_t> serialize(const RankResult& result) {
     json["program"] = {{"argv", result.program->argv},
                        {"output_tail", result.program->output_tail}};
   }
+  if (result.profile) json["profile"] = to_json(*result.profile);  // Note [Operator profiles]
   if (result.validation_outputs) {  // float32 bytes as a msgpack bin, not numbers in text
     const auto& values = result.validation_outputs->values;
     const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
@@ -222,6 +223,9 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     if (const auto found = json.find("program"); found != json.end()) {
       result.program = ProgramInvocation{found->at("argv").get<std::vector<std::string>>(),
                                          found->at("output_tail").get<std::string>()};
+    }
+    if (const auto found = json.find("profile"); found != json.end()) {
+      result.profile = op_profile_from_json(*found);
     }
     if (const auto found = json.find("validation_outputs"); found != json.end()) {
       OutputArray outputs;

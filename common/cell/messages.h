@@ -16,6 +16,7 @@
 #include "common/cell/batch_search.h"
 #include "common/cell/cell_outcome.h"
 #include "common/cell/cell_spec.h"
+#include "common/cell/op_profile.h"
 #include "common/cell/output_comparison.h"
 
 namespace scalebench {
@@ -146,6 +147,9 @@ struct RankResult {
   /// warm-up did ("steady", "cap", "time"); "" where no loop ran.
   std::string stop_reason;
   std::string warmup_reason;
+  /// Note [Operator profiles]: the operator table of the steps run under the profiler
+  /// (`profile_steps` > 0, built-in cells); unset for other cells.
+  std::optional<OpProfile> profile;
   bool operator==(const RankResult&) const = default;
 
   /// Number of rows of `timings_s`.

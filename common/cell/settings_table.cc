@@ -418,6 +418,17 @@ const std::vector<SettingDef>& settings_table() {
        .id = IdRule::kUnlessDefault,
        .get = get<&CellSpec::compile>,
        .set = set<&CellSpec::compile>},
+      {.key = "profile_steps",
+       .json_key = "profile_steps",
+       .type = kInt,
+       .minimum = 0,
+       .maximum = 1000,
+       .doc = "steps run under the operator profiler after the measured iterations, never part "
+              "of the measured figures; their operator table is stored (docs/profiles.md); 0 = "
+              "none",
+       .id = IdRule::kUnlessDefault,
+       .get = get<&CellSpec::profile_steps>,
+       .set = set<&CellSpec::profile_steps>},
       {.key = "optimizer.name",
        .json_key = "optimizer.name",
        .type = kName,

@@ -199,7 +199,7 @@ Hdf5Handle open_or_create_cell(hid_t file, const CellSpec& cell, const std::stri
 void drop_results(hid_t cell_group) {
   for (const char* name : {"timings", "phase_starts", "bucket_times", "rank_metrics", "rank_hosts",
                            "rank_devices", "summary", "accuracy", "probes", "probe_times",
-                           "program_argv", "program_output", kValidationOutputs}) {
+                           "program_argv", "program_output", kValidationOutputs, "profile"}) {
     h5::delete_link_if_present(cell_group, name);
   }
   for (const auto& name : h5::attribute_names(cell_group)) {

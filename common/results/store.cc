@@ -11,6 +11,7 @@
 #include "common/hdf5/wrappers.h"
 #include "common/results/cells.h"
 #include "common/results/durable_file.h"
+#include "common/results/profile_table.h"
 #include "common/results/reader.h"
 
 namespace scalebench {
@@ -353,6 +354,7 @@ void ResultsStore::complete_cell(const CellSpec& cell, const std::vector<RankRes
     results::write_accuracy(group, ranks);
     results::write_validation_outputs(group, ranks);
     results::write_probes(group, ranks);
+    results::write_profile(group, ranks);  // Note [Operator profiles]
     results::write_status(group, outcome.status, outcome.failed_phase, outcome.reason);
     results::write_string_if_absent(group, "started_at", "");
     h5::write_string_attribute(group, "finished_at", at);
