@@ -79,6 +79,14 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
     options.set_environment.emplace_back(name, substitute_placeholders(value, values));
   }
   options.working_dir = std::filesystem::path(assignment.tree);
+  // Note [Program supervisor]: the program runs under scalebench-supervisor, which ends it and
+  // everything it started when it exits or when this rank dies, and then removes the cell's
+  // folder if this rank could not. Without the executable (a partial installation) the
+  // program runs as a plain child and the cell records containment "process group".
+  if (const auto supervisor = find_supervisor()) {
+    options.supervisor = *supervisor;
+    options.cleanup_dir = output_dir.parent_path();
+  }
   return options;
 }
 

@@ -17,8 +17,10 @@ namespace scalebench::program {
 inline constexpr const char* kOutputsFile = "validation_outputs.f32";
 
 /// The command with its placeholders filled, and its environment: the launch contract of
-/// docs/programs.md, then the experiment's `env`. Throws std::invalid_argument for a
-/// placeholder that cannot be filled.
+/// docs/programs.md, then the experiment's `env`; run under scalebench-supervisor where it is
+/// found (Note [Program supervisor]), which removes output_dir's parent (the cell's folder)
+/// if this rank dies first. Throws std::invalid_argument for a placeholder that cannot be
+/// filled.
 SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLayout& layout,
                                  const WorkerContext& context, const std::string& device,
                                  const std::filesystem::path& output_dir, double budget_bytes);

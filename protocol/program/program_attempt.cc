@@ -4,7 +4,9 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "common/base/logging.h"
 #include "protocol/mpi_check.h"
+#include "protocol/program/folder_sweep.h"
 #include "protocol/program/launch_environment.h"
 
 namespace scalebench::program {
@@ -29,6 +31,10 @@ Attempt attempt_program(const Assignment& assignment, const TorchrunLayout& layo
                         const std::filesystem::path& output_dir, double budget_bytes,
                         double timeout_s, MPI_Comm group) {
   Attempt attempt;
+  // Note [Program folder sweep]: the folders of this node's dead workers go first.
+  for (const auto& name : sweep_stale_cell_folders(output_dir.parent_path().parent_path())) {
+    SB_LOG(info) << "removed " << name << ": the folder of a program cell whose worker died";
+  }
   std::error_code ignored;
   std::filesystem::remove_all(output_dir, ignored);  // each launch starts with an empty folder
   std::filesystem::create_directories(output_dir, ignored);

@@ -122,6 +122,12 @@ void record_report(RankResult& result, const ProgramRun& run, const CellSpec& ce
   for (const auto& [name, value] : report.metrics) {
     result.metrics[name == "loss" ? "final_loss" : "program_" + name] = value;
   }
+  // Note [Program supervisor]: what owned the program's processes, and how many it left behind
+  // (named in its output tail, ended with the cell).
+  if (!run.exit.containment.empty()) {
+    result.effective["program_containment"] = run.exit.containment;
+    result.metrics["program_leftover_processes"] = static_cast<double>(run.exit.leftovers.size());
+  }
   result.effective["program_framework"] = report.framework.empty() ? "none" : report.framework;
   if (const auto client = report.versions.find("client"); client != report.versions.end()) {
     result.effective["program_client"] = client->second;

@@ -111,9 +111,18 @@ ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeou
   return run;
 }
 
-/// The bounded, printable tail of a program's output (stdout and stderr merged).
+/// The bounded, printable tail of a program's output (stdout and stderr merged), then the
+/// processes it left behind, which its supervisor ended (Note [Program supervisor]).
 std::string output_tail(const ProgramRun& run) {
-  return printable_output(tail_lines(run.exit.output, kTailLines, kTailBytes));
+  std::string tail = printable_output(tail_lines(run.exit.output, kTailLines, kTailBytes));
+  const auto& left = run.exit.leftovers;
+  if (!left.empty()) {
+    if (!tail.empty() && tail.back() != '\n') tail += '\n';
+    tail += "[scalebench] the program left " + std::to_string(left.size()) +
+            (left.size() == 1 ? " process" : " processes") + " behind, ended with the cell:";
+    for (const auto& process : left) tail += "\n  " + process;
+  }
+  return tail;
 }
 
 /// The largest memory known of a run: its reported peak, or its group's sampled resident

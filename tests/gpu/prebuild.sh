@@ -30,7 +30,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 build="$repo/build/gpu"
-targets=(scalebench worker_unit_tests collective_backend_test mpi_workload_test)
+targets=(scalebench scalebench-supervisor worker_unit_tests collective_backend_test mpi_workload_test)
 # shellcheck source=tests/gpu/kit.sh
 source "$here/kit.sh"
 

@@ -94,7 +94,7 @@ check_device_check_without_gpu() {
     echo "(no build/release: device_check.sh is not checked)"
     return 0
   fi
-  for target in scalebench worker_unit_tests collective_backend_test mpi_workload_test; do
+  for target in scalebench scalebench-supervisor worker_unit_tests collective_backend_test mpi_workload_test; do
     file="$(find "$build" -type f -name "$target" -perm -u+x -print -quit)"
     [[ -n $file ]] || fail "build/release has no $target"
     files+=("$file")

@@ -1,14 +1,18 @@
 // `scalebench` with the fake CellRunner (tests/mpi/fake_cell_runner.h) instead of the
 // LibTorch one: the whole `run` / `info` command path without models, for the
-// orchestrator's fault tests (tests/faults/) and builds without Torch.
+// orchestrator's fault tests (tests/faults/) and builds without Torch. Program cells run for
+// real (they need no Torch), so their fault tests run here too.
 #include "fake_cell_runner.h"
 #include "orchestrator/cli.h"
 #include "protocol/fault_injection.h"
+#include "protocol/program/program_cell.h"
 
 int main(int argc, char** argv) {
   scalebench::enable_fault_injection();  // Note [Fault injection]: test binaries only
   scalebench::WorkerFactory worker;
-  worker.make_runner = scalebench::testing_fake::make_fake_cell_runner;
+  worker.make_runner = [] {
+    return scalebench::with_program_cells(scalebench::testing_fake::make_fake_cell_runner());
+  };
   worker.library_versions = [] {
     return std::map<std::string, std::string>{{"torch", ""}, {"cuda", ""}, {"nccl", ""}};
   };
