@@ -35,7 +35,8 @@ slower by more than the threshold: `regression`; faster by more than the thresho
 significant`. Why a t test and not a permutation test over runs: with 3 runs a side a
 permutation test has 20 arrangements, so its smallest two-sided p-value is 0.1 and it could
 never reach alpha 0.05; a bootstrap of 3 values is as coarse. Welch's t test uses the
-spread of the runs, accepts unequal variances, and is exact for log-normal run medians.
+spread of the runs, accepts unequal variances, and holds for log-normal run medians (up
+to the Welch-Satterthwaite approximation of its degrees of freedom).
 """
 
 from __future__ import annotations
