@@ -110,7 +110,7 @@ def phase_rows(rows: list) -> list:
 def verdict_notes(table: pd.DataFrame) -> list[str]:
     """The verdict lines under a comparison (regressions or a speedup table): per regression
     / improvement, the time's change with its interval, the runs and the phase carrying it;
-    per inconclusive row, why and the remedy."""
+    per reason of the inconclusive rows, which rows, why and the remedy."""
     lines = []
     ratio_column = "ratio" if "ratio" in table else "time_ratio"
     for r in table.to_dict("records"):
@@ -125,8 +125,14 @@ def verdict_notes(table: pd.DataFrame) -> list[str]:
             if carried and r["carried_by"]:
                 line += f", carried by {carried[0]}"
             lines.append(line)
-        elif r["verdict"] == verdict.INCONCLUSIVE:
-            lines.append(f"inconclusive: {r['label']}: {r['reason']}; remedy: {r['remedy']}")
+    inconclusive: dict = {}  # (reason, remedy) -> labels: one line each
+    for r in table.to_dict("records"):
+        if r["verdict"] == verdict.INCONCLUSIVE:
+            inconclusive.setdefault((r["reason"], r["remedy"]), []).append(r["label"])
+    for (reason, remedy), labels in inconclusive.items():
+        who = labels[0] if len(labels) == 1 else f"{len(labels)} cells ({', '.join(labels[:3])}"
+        who += "" if len(labels) == 1 else (", ...)" if len(labels) > 3 else ")")
+        lines.append(f"inconclusive: {who}: {reason}; remedy: {remedy}")
     return lines
 
 
