@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 import scalebench_analysis as sa
@@ -141,3 +142,18 @@ def test_speedup_tables_judge_the_same_way(files, tmp_path):
     run_cli("report", new, "--baseline-file", base, "-o", str(report), check_rc=0)
     html = report.read_text()
     assert "Phases that changed" in html and "forward +0.500 ms [" in html
+
+
+def test_verdict_lines_share_one_line_per_reason():
+    from scalebench_analysis.tables import pairs
+
+    rows = [
+        {"label": f"cell{k}", "verdict": "inconclusive", "reason": "r", "remedy": "m"}
+        for k in range(4)
+    ]
+    rows.append({"label": "odd", "verdict": "inconclusive", "reason": "s", "remedy": "n"})
+    lines = pairs.verdict_notes(pd.DataFrame(rows))
+    assert lines == [
+        "inconclusive: 4 cells (cell0, cell1, cell2, ...): r; remedy: m",
+        "inconclusive: odd: s; remedy: n",
+    ]
