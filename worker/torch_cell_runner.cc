@@ -14,6 +14,7 @@
 #include "common/base/error.h"
 #include "common/base/logging.h"
 #include "common/cell/effective_settings.h"
+#include "common/cell/stats.h"
 #include "common/cell/zoo_names.h"
 #include "protocol/cell_progress_reporter.h"
 #include "protocol/mpi_check.h"
@@ -23,6 +24,7 @@
 #include "worker/device_selection.h"
 #include "worker/infer_workload.h"
 #include "worker/memory_stats.h"
+#include "worker/op_profiler.h"
 #include "worker/train_workload.h"
 #include "worker/workload.h"
 
@@ -298,18 +300,52 @@ class TorchCellRunner : public CellRunner {
                       std::to_string(kCollectiveGrace.count()) +
                       " s; the worker aborted its NCCL communicator (ncclCommAbort) and went on";
     }
-    if (!agree(result, group, "in the timed loop") || !cell.validate) return result;
-    try {  // Note [Accuracy validation]: after the peak memory was read, outside the timers
-      result.accuracy = workload->validate(result.metrics);
-      result.validation_outputs = workload->outputs_for_baseline();
-    } catch (...) {
-      record_failure(result, FailurePhase::kValidation);
+    if (!agree(result, group, "in the timed loop")) return result;
+    if (cell.validate) {
+      try {  // Note [Accuracy validation]: after the peak memory was read, outside the timers
+        result.accuracy = workload->validate(result.metrics);
+        result.validation_outputs = workload->outputs_for_baseline();
+      } catch (...) {
+        record_failure(result, FailurePhase::kValidation);
+      }
+      if (!agree(result, group, "in the validation")) return result;
     }
-    agree(result, group, "in the validation");
+    run_profile(*workload, device, deadline, cell, result);
     return result;
   }
 
  private:
+  /// Note [Operator profiles]: `profile_steps` more steps under the profiler, after every
+  /// figure of the cell was taken. A failure leaves the cell's figures as they are: the cell
+  /// says why it has no operator table (ineffective_reasons) instead of failing.
+  static void run_profile(Workload& workload, const torch::Device& device,
+                          std::chrono::steady_clock::time_point deadline, const CellSpec& cell,
+                          RankResult& result) {
+    if (cell.profile_steps <= 0) return;
+    const auto measured = result.metrics.find("measured_iterations");
+    const auto measured_run =
+        measured == result.metrics.end() ? 0 : static_cast<int64_t>(measured->second);
+    try {
+      const DeadlineWatchdog watchdog(deadline + kCollectiveGrace,
+                                      [&workload] { workload.abort_collectives(); });
+      ProfiledSteps steps = run_profiled_steps(workload, device, cell.profile_steps, measured_run);
+      if (steps.profile.steps == 0) {
+        result.ineffective_reasons.emplace_back(
+            "profile_steps: the rank ran no measured iteration to profile again");
+        return;
+      }
+      result.metrics["profile_steps"] = static_cast<double>(steps.profile.steps);
+      result.metrics["profile_step_s"] = percentile(steps.step_s, 50.0);
+      result.profile = std::move(steps.profile);
+    } catch (const std::exception& error) {
+      const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+      result.ineffective_reasons.push_back(
+          std::string("profile_steps: the profiled steps failed, so the cell has no operator "
+                      "table: ") +
+          (torch_error != nullptr ? torch_error->what_without_backtrace() : error.what()));
+    }
+  }
+
   static void run_loop(Workload& workload, const torch::Device& device, MPI_Comm group,
                        std::chrono::steady_clock::time_point deadline, const CellSpec& cell,
                        RankResult& result) {

@@ -113,6 +113,11 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
         "timings: the program reported no iterations (no scalebench_client): one measurement, "
         "its wall time; no per-iteration timings");
   }
+  if (timed.cell.profile_steps > 0) {  // Note [Operator profiles]: built-in cells only, so far
+    result.ineffective_reasons.push_back(
+        "profile_steps: operator profiles are taken in built-in cells only; profile a program "
+        "with torch.profiler itself (docs/profiles.md)");
+  }
   // Note [Program steps asked and run], Note [Program code identity]
   record_program_checks(result, run.report, timed.cell);
   return result;
