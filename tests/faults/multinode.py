@@ -434,7 +434,10 @@ def main() -> int:
                 print(f"FAIL {name}: {failure}", file=sys.stderr)
             finally:
                 for pid in marked(cluster.marker):
-                    os.kill(pid, signal.SIGKILL)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
     return 1 if failed else 0
 
 

@@ -92,6 +92,26 @@ def marked_processes(marker: str) -> list:
     return found
 
 
+def kill_quietly(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def command_line(pid: int) -> str:
+    """A process's command line, or "(gone)" when it ended meanwhile."""
+    try:
+        return (
+            Path(f"/proc/{pid}/cmdline")
+            .read_bytes()
+            .replace(b"\0", b" ")
+            .decode(errors="replace")
+        )
+    except OSError:
+        return "(gone)"
+
+
 def parent_of(pid: int) -> int:
     with open(f"/proc/{pid}/stat", "rb") as f:
         return int(f.read().rsplit(b")", 1)[1].split()[1])
@@ -202,12 +222,9 @@ class Runner:
             if not marked_processes(self.marker) and not self.folders():
                 return time.monotonic() - since
             time.sleep(0.02)
-        left = [
-            f"{pid}: {Path(f'/proc/{pid}/cmdline').read_bytes()!r}"
-            for pid in marked_processes(self.marker)
-        ]
+        left = [f"{pid}: {command_line(pid)}" for pid in marked_processes(self.marker)]
         for pid in marked_processes(self.marker):
-            os.kill(pid, signal.SIGKILL)
+            kill_quietly(pid)
         raise Failure(
             f"{CLEAN_LIMIT_S} s after the kill, left: processes {left}, "
             f"folders {self.folders()}"
@@ -360,7 +377,7 @@ def main() -> int:
                 print(f"FAIL {name}: {failure}", file=sys.stderr)
             finally:
                 for pid in marked_processes(runner.marker):
-                    os.kill(pid, signal.SIGKILL)
+                    kill_quietly(pid)
     return 1 if failed else 0
 
 
