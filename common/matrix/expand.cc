@@ -60,6 +60,22 @@ struct Resolved {
   CellSpec base;           ///< every field but the axes and the branch
 };
 
+// Note [TorchScript num_classes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A zoo model has a default num_classes; a TorchScript model declares none. Only class targets
+// need it: a training cell with a class loss (auto, cross_entropy) draws its synthetic ids
+// from [0, num_classes) and checks an HDF5 file's ids against it. A float loss takes its
+// targets' shape from the model's output (Note [Targets] in worker/batch_source.h) and
+// inference reads no targets, so neither asks for it (issue 38: a regression model trained
+// with loss: mse on float HDF5 targets, and inference of a file without targets, were
+// refused). Such a cell gets num_classes 1, as an AOTInductor package does: synthetic
+// inference batches still draw a class id (all 0), the worker's model check is met, and
+// the cell id is that of the same cell written with num_classes: 1.
+bool torchscript_needs_classes(const CellSpec& cell) {
+  return !cell.model.torchscript.empty() && cell.num_classes == 0 && cell.mode == Mode::kTrain &&
+         (cell.loss == "auto" || cell.loss == "cross_entropy");
+}
+
 class ExperimentResolver {
  public:
   ExperimentResolver(const MatrixRequest& request, const ExperimentRequest& experiment,
@@ -199,6 +215,13 @@ class ExperimentResolver {
                  "program runs its own loop ({steps} iterations), so give this experiment "
                  "numbers (iterations: 50, warmup: 5)");
     }
+    if (torchscript_needs_classes(cell)) {
+      error_once(origin(experiment_.num_classes, experiment_.where),
+                 "a TorchScript model trained with class targets (loss " + cell.loss +
+                     ") needs num_classes, the number of classes its targets are drawn from "
+                     "and checked against; set num_classes, or a float loss (loss: mse, l1, "
+                     "smooth_l1, bce_with_logits) for regression targets");
+    }
     if (cell.optimizer.momentum != 0 && cell.optimizer.name != "sgd") {
       error_once(where("optimizer.momentum"),
                  "momentum applies only to sgd; remove it or use optimizer sgd");
@@ -235,10 +258,8 @@ class ExperimentResolver {
         error(origin(shape, experiment_.where),
               "a TorchScript model has no default input shape; set input_shape");
       }
-      if (cell.num_classes == 0) {
-        error(origin(classes, experiment_.where),
-              "a TorchScript model has no default num_classes; set num_classes");
-      }
+      // num_classes 0 stays until the cell's mode and loss are known: check_cell asks for it
+      // where class targets need it (Note [TorchScript num_classes]).
       check_input_elements(cell.input_shape, origin(shape, experiment_.where));
       return;
     }
@@ -375,6 +396,8 @@ std::vector<CellSpec> cross(const Resolved& resolved, const std::string& branch,
   const OptimizerSpec default_optimizer;
   for (auto& cell : cells) {
     check(cell);
+    // Note [TorchScript num_classes]: unused by this cell (or refused by `check`).
+    if (!cell.model.torchscript.empty() && cell.num_classes == 0) cell.num_classes = 1;
     if (cell.mode == Mode::kInfer) {
       cell.optimizer = default_optimizer;  // unused by inference; keeps ids stable
       cell.loss = CellSpec{}.loss;

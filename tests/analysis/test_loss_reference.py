@@ -8,6 +8,10 @@ loop over `torch.jit.load` of the same file, the same rows in the same order (sa
 the global batch sequence is row i mod rows, worker/hdf5_batches.h) and `torch.nn.functional`'s
 loss with its defaults: every point to 1e-5 relative, and the final parameters' checksum.
 
+The model is given no num_classes: neither float targets nor inference need one (Note
+[TorchScript num_classes] in common/matrix/expand.cc; issue 38). The same run infers the
+same model on a file of inputs without a `targets` dataset.
+
 Needs a build: SCALEBENCH_BUILD_DIR (tests/run_all.sh sets it); skipped otherwise."""
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ def run(tmp_path_factory):
     with h5py.File(work / "data.h5", "w") as f:
         f.create_dataset("inputs", data=inputs)
         f.create_dataset("targets", data=targets)
+    with h5py.File(work / "images.h5", "w") as f:  # inputs only
+        f.create_dataset("images", data=inputs)
     matrix = {
         "name": "loss-reference",
         "defaults": {
@@ -90,11 +96,18 @@ def run(tmp_path_factory):
                 "name": "regressor",
                 "model": {"torchscript": str(work / "model.pt")},
                 "input_shape": [INPUTS],
-                "num_classes": OUTPUTS,
                 "data": {"hdf5": str(work / "data.h5"), "inputs": "inputs", "targets": "targets"},
                 "loss": list(LOSSES),
                 "iterations": list(STEPS),
-            }
+            },
+            {
+                "name": "regressor-infer",
+                "model": {"torchscript": str(work / "model.pt")},
+                "input_shape": [INPUTS],
+                "data": {"hdf5": str(work / "images.h5"), "inputs": "images"},
+                "modes": ["infer"],
+                "samples": ROWS,
+            },
         ],
     }
     results = run_scalebench(matrix, work)
@@ -106,7 +119,8 @@ def run(tmp_path_factory):
             metrics = dict(zip(names, group["rank_metrics"][0], strict=True))
             status = group.attrs["status"]
             status = status.decode() if isinstance(status, bytes) else status
-            cells[(spec["loss"], spec["measured_iterations"])] = (status, metrics)
+            key = (spec["loss"], spec["measured_iterations"])
+            cells["infer" if spec["mode"] == "infer" else key] = (status, metrics)
     return work, inputs, targets, cells
 
 
@@ -137,3 +151,18 @@ def test_the_loss_curve_is_pytorchs(run, loss_name):
         assert metrics["final_loss"] == pytest.approx(curve[steps - 1], rel=1e-5), steps
     _, metrics = cells[(loss_name, max(STEPS))]
     assert metrics["param_checksum"] == pytest.approx(checksum, rel=1e-5)
+
+
+def test_inference_of_a_file_without_targets_needs_no_num_classes(run):
+    """The inference cell (no num_classes, images.h5 has no `targets`) ran every row once,
+    through the same model as Python."""
+    work, inputs, _, cells = run
+    status, metrics = cells["infer"]
+    assert status == "ok"
+    assert metrics["data_rows"] == ROWS
+    with torch.no_grad():
+        logits = torch.jit.load(str(work / "model.pt"))(torch.from_numpy(inputs)).double()
+    # docs/metrics.md: sum over rows i of (1 + (i mod 97) / 97) * sum |logits_i|, float64.
+    weights = 1 + (torch.arange(ROWS) % 97).double() / 97
+    reference = float((logits.abs().sum(1) * weights).sum())
+    assert metrics["output_checksum"] == pytest.approx(reference, rel=1e-5)

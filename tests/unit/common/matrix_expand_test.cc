@@ -95,6 +95,58 @@ TEST(MatrixExpandTest, TorchScriptWithShortWarmupIsAWarning) {
   EXPECT_TRUE(load_matrix_text("m.yaml", kBase + "defaults: {warmup: 0}\n").warnings.empty());
 }
 
+// Note [TorchScript num_classes]: only training with class targets needs it (issue 38: a
+// regression model trained with loss: mse on float HDF5 targets, and inference of a file
+// without targets, were refused for lacking it).
+TEST(MatrixExpandTest, TorchScriptNeedsNumClassesOnlyForClassTargets) {
+  const std::string head =
+      "sweep: {batch_sizes: [4]}\n"
+      "experiments:\n"
+      "  - name: own\n"
+      "    model: {torchscript: build/model.pt}\n"
+      "    input_shape: [16]\n"
+      "    warmup: 3\n";
+  const std::string regression =
+      "    modes: [train]\n"
+      "    loss: [mse, l1, smooth_l1, bce_with_logits]\n"
+      "    data: {hdf5: build/data.h5, inputs: inputs, targets: targets}\n";
+  const auto m = load_matrix_text("m.yaml", head + regression);
+  ASSERT_EQ(m.cells.size(), 4U);
+  std::set<std::string> ids;
+  for (const auto& cell : m.cells) {
+    EXPECT_EQ(cell.num_classes, 1) << "unused, as for an AOTInductor package";
+    ids.insert(cell.cell_id);
+  }
+  // The same cells written with num_classes: 1 are the same cells.
+  const auto written = load_matrix_text("m.yaml", head + "    num_classes: 1\n" + regression);
+  std::set<std::string> written_ids;
+  for (const auto& cell : written.cells) written_ids.insert(cell.cell_id);
+  EXPECT_EQ(ids, written_ids);
+  // Inference of a file without targets: no num_classes, no loss.
+  const auto infer = load_matrix_text(
+      "m.yaml", head + "    modes: [infer]\n    data: {hdf5: build/images.h5, inputs: images}\n");
+  ASSERT_EQ(infer.cells.size(), 1U);
+  EXPECT_EQ(infer.cells[0].num_classes, 1);
+  // Training with class targets still needs it, and names the loss and the remedy.
+  for (const std::string loss : {"auto", "cross_entropy"}) {
+    SCOPED_TRACE(loss);
+    try {
+      load_matrix_text("m.yaml", head + "    loss: " + loss + "\n");
+      FAIL() << "expected MatrixError";
+    } catch (const MatrixError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("m.yaml:3:"), std::string::npos) << message;
+      EXPECT_NE(message.find("(loss " + loss + ") needs num_classes"), std::string::npos)
+          << message;
+      EXPECT_NE(message.find("loss: mse"), std::string::npos) << message;
+    }
+  }
+  // Given, it is kept.
+  const auto classes = load_matrix_text("m.yaml", head + "    num_classes: 7\n");
+  ASSERT_EQ(classes.cells.size(), 1U);
+  EXPECT_EQ(classes.cells[0].num_classes, 7);
+}
+
 TEST(MatrixExpandTest, ExperimentOverridesAxesAndDefaults) {
   const auto m =
       load_matrix_text("m.yaml",

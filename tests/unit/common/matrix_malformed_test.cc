@@ -155,6 +155,7 @@ const MalformedCase kCases[] = {
     {"timeout_string.yaml", 8, "expected a number"},
     {"timeout_zero.yaml", 8, "timeout_s must be > 0"},
     {"top_level_list.yaml", 1, "top level must be a mapping"},
+    {"torchscript_class_loss_no_classes.yaml", 5, "(loss auto) needs num_classes"},
     {"torchscript_no_shape.yaml", 5, "no default input shape"},
     {"unclosed_brace.yaml", 5, "YAML syntax error"},
     {"unclosed_bracket.yaml", 4, "YAML syntax error"},
