@@ -193,8 +193,8 @@ RankResult deserialize_result(const std::vector<uint8_t>& bytes) {
     result.metrics = json.at("metrics").get<std::map<std::string, double>>();
     result.effective = json.at("effective").get<std::map<std::string, std::string>>();
     result.ineffective_reasons = json.at("ineffective_reasons").get<std::vector<std::string>>();
-    if (const auto found = json.find("accuracy"); found != json.end()) {
     result.untrusted_reasons = json.at("untrusted_reasons").get<std::vector<std::string>>();
+    if (const auto found = json.find("accuracy"); found != json.end()) {
       AccuracyReport accuracy;
       accuracy.kind = found->at("kind").get<std::string>();
       accuracy.verdict = found->at("verdict").get<std::string>();

@@ -124,13 +124,13 @@ struct RankResult {
   /// (setting key -> its text) and one sentence per switch that did not take effect.
   std::map<std::string, std::string> effective;
   std::vector<std::string> ineffective_reasons;
-  /// Note [Accuracy validation]: the comparison with the reference (validate: true; the
   /// Why the cell's figures cannot be trusted although it ran to its end, one sentence each
   /// with what to change (a program cell that ran other steps than asked, or a branch's
   /// package imported from outside its tree: Note [Program steps asked and run], Note
   /// [Program code identity]). Stored as the cell's `untrusted_reasons`; the analysis counts
   /// the cell untrusted.
   std::vector<std::string> untrusted_reasons;
+  /// Note [Accuracy validation]: the comparison with the reference (validate: true; the
   /// same on every rank of the group, which reduced it).
   std::optional<AccuracyReport> accuracy;
   /// Note [Batch search]: a `batch_size: auto` cell's probes in the order run, reduced over
