@@ -62,6 +62,7 @@ UNSTORED_DEFAULTS = {
     "loss": "auto",
     "compile": "eager",
     "optimizer.fused": False,
+    "profile_steps": 0,
 }
 
 
