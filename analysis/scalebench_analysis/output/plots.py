@@ -76,7 +76,13 @@ def throughput_vs_batch(analysis: Analysis):
                 [str(b) for b in sorted(panel.batch_size.unique())],
             )
             ax.minorticks_off()
-            ax.set_ylim(0, 1.1 * float(panel.throughput_samples_per_s.max()))
+            # A panel whose cells all failed has no throughput: its axis keeps matplotlib's
+            # default and says why (a NaN limit would end the whole report).
+            top = panel.throughput_samples_per_s[panel.status == "ok"].max()
+            if np.isfinite(top) and top > 0:
+                ax.set_ylim(0, 1.1 * float(top))
+            else:
+                ax.text(0.5, 0.5, "no cell ran ok", transform=ax.transAxes, ha="center")
             ax.set_title(f"{key[0]} · {key[1]} · {key[2]} worker(s)")
             ax.set_xlabel("per-rank batch size")
             ax.set_ylabel("samples / s")
