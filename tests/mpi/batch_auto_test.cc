@@ -148,7 +148,7 @@ TEST(BatchAutoMpi, TheRecommendedBatchIsRefinedInsideTheMargin) {
   ASSERT_EQ(searched.status, CellStatus::kOk) << searched.reason;
   const double budget = searched.metrics.at("memory_budget_bytes");
   const BatchChoiceSettings settings{.safety_margin = 0.1, .memory_budget_bytes = budget};
-  const auto line = memory_line(searched.probes);
+  const auto line = margin_line(searched.probes, 0.9 * budget);
   ASSERT_TRUE(line.has_value());
   const BatchFigures figures = batch_figures(searched.probes, settings);
   const auto predicted = std::min<int64_t>(

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "common/base/error.h"
@@ -159,6 +160,39 @@ TEST(BatchRefinement, NamesTheLargestBatchTheLinePutsInsideTheMargin) {
   probes.push_back(probe(170, ProbeStatus::kOk, 0.001 * 170 / (1.0 + 170 / 256.0), 0.0, 270 * mb));
   EXPECT_EQ(batch_figures(probes, settings).recommended_batch, 170);
   EXPECT_EQ(refined_batch(probes, settings), std::nullopt);
+}
+
+// The peaks of a ResNet-18 search on the CPU (MiB): the smallest batches hold the start-up's
+// one-time buffers, so memory is linear only further up. A least-squares line through every
+// probe put the margin's edge at 13, whose peak is outside it; the two probes bracketing the
+// edge (8 and 16) name 12, which is inside.
+TEST(BatchRefinement, TheLineNearTheEdgeIgnoresTheStartUpOfTheSmallestBatches) {
+  const double mib = 1024.0 * 1024.0;
+  std::vector<BatchProbe> probes;
+  for (const auto& [batch, peak] : std::vector<std::pair<int64_t, double>>{{1, 129.414},
+                                                                           {2, 152.344},
+                                                                           {4, 155.75},
+                                                                           {8, 162.563},
+                                                                           {16, 176.188},
+                                                                           {20, 183.0},
+                                                                           {22, 186.406},
+                                                                           {23, 188.11}}) {
+    probes.push_back(
+        probe(batch, ProbeStatus::kOk, 0.1 * static_cast<double>(batch), 0.0, peak * mib));
+  }
+  probes.push_back(probe(32, ProbeStatus::kOverBudget, 0.1, 0.1, 203.438 * mib));
+  probes.push_back(probe(24, ProbeStatus::kOverBudget, 0.1, 0.1, 189.813 * mib));
+  BatchChoiceSettings settings;
+  settings.memory_budget_bytes = 170.1 / 0.9 * mib;  // the edge: 170.1 MiB
+  const double cap = 170.1 * mib;
+  const auto everywhere = memory_line(probes);
+  ASSERT_TRUE(everywhere.has_value());
+  EXPECT_EQ(std::floor((cap - everywhere->intercept_bytes) / everywhere->bytes_per_sample), 13)
+      << "the least-squares line through every probe misplaces the edge";
+  const auto near = margin_line(probes, cap);
+  ASSERT_TRUE(near.has_value());
+  EXPECT_NEAR(near->bytes_per_sample, (176.188 - 162.563) / 8 * mib, 1.0);
+  EXPECT_EQ(refined_batch(probes, settings), 12);
 }
 
 TEST(BatchRefinement, NothingToRefineWithoutABudgetARisingLineOrRoom) {
