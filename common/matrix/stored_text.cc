@@ -101,7 +101,8 @@ std::string stored_matrix_text(const std::string& text, const std::string& forma
                                const EnvValueRule& stored, const std::string& replacement) {
   if (format != "yaml") return text;
   const Hiding hiding{stored, replacement};
-  const std::string unreadable =
+  // Not const: each return moves it out.
+  std::string unreadable =
       "# scalebench: the matrix text is not stored (it did not parse again, so its program env "
       "values could not be told apart)\n";
   YAML::Node root;
