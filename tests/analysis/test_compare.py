@@ -61,7 +61,10 @@ def test_slowdown_of_a_single_run_is_inconclusive(results_file, raw, tmp_path):
     base, new = victim.samples(), victim.samples() * 1.10
     assert row["ratio"] == pytest.approx(np.median(new) / np.median(base), rel=1e-9)
     assert row["verdict"] == "inconclusive" and row["p_value"] is None
-    assert row["reason"] == "one run per side, run-to-run variation unknown"
+    # The reason is the single run first; a real run made on a busy machine may be untrusted
+    # too (its cv above max_cv), which the reason then adds after it (issue 43: the test must
+    # not fail because the machine that made the file was busy).
+    assert row["reason"].split("; ")[0] == "one run per side, run-to-run variation unknown"
     assert "repetitions: 3" in row["remedy"]
 
 
