@@ -375,12 +375,7 @@ void Subprocess::await_start() {
     const ssize_t n = ::read(output_fd_, buffer.data(), buffer.size());
     if (n > 0) output.assign(buffer.data(), static_cast<std::size_t>(n));
   }
-  kill_and_reap();
-  close_fd(output_fd_);
-  close_fd(error_fd_);
-  close_fd(log_fd_);
-  close_fd(pid_fd_);
-  close_fd(status_fd_);
+  release();
   const int error_number = line && line->kind == "failed" ? static_cast<int>(line->first) : EIO;
   if (line && line->kind == "failed") {
     std::string where;
@@ -414,7 +409,9 @@ void Subprocess::apply_status(SubprocessResult& result) {
   result.leftovers = leftovers_;
 }
 
-Subprocess::~Subprocess() {
+Subprocess::~Subprocess() { release(); }
+
+void Subprocess::release() noexcept {
   kill_and_reap();
   close_fd(output_fd_);
   close_fd(error_fd_);

@@ -149,6 +149,8 @@ class Subprocess {
                      SubprocessResult& result);
   void signal_group(int signal_number) const;
   void kill_and_reap() noexcept;
+  /// Ends the child (kill_and_reap) and closes every descriptor this object holds.
+  void release() noexcept;
   /// Supervised: reads the supervisor's first status line (started or failed).
   void await_start();
   /// Supervised: applies the complete status lines received so far to `result`.
