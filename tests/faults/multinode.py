@@ -31,6 +31,16 @@ import time
 import uuid
 from pathlib import Path
 
+from job_support import (
+    Failure,
+    cell_folders,
+    end_job,
+    marked_processes,
+    parent_of,
+    start_job,
+    text,
+)
+
 INSIDE = (
     "SCALEBENCH_MULTINODE_INSIDE"  # set when this script runs in its mount namespace
 )
@@ -81,19 +91,9 @@ PROGRAM_EXPERIMENT = """  - name: gloo
 """
 
 
-class Failure(Exception):
-    pass
-
-
 def skip(reason: str) -> None:
     print(f"SKIP: {reason}")
     sys.exit(77)
-
-
-def text(value) -> str:
-    if hasattr(value, "tobytes") and not isinstance(value, (bytes, str)):
-        value = value.tobytes()
-    return value.decode().rstrip("\0") if isinstance(value, bytes) else str(value)
 
 
 def enter_namespace() -> None:
@@ -137,26 +137,6 @@ def private_hosts(root: Path) -> None:
         skip("cannot bind-mount a private /etc/hosts: " + result.stderr.strip())
 
 
-def marked(marker: str) -> list:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if marker.encode() in Path(f"/proc/{entry}/environ").read_bytes():
-                state = (
-                    Path(f"/proc/{entry}/stat")
-                    .read_bytes()
-                    .rsplit(b")", 1)[1]
-                    .split()[0]
-                )
-                if state not in (b"Z", b"X"):
-                    found.append(int(entry))
-        except (OSError, IndexError):
-            continue
-    return found
-
-
 def uts_of(pid: int) -> str:
     return os.readlink(f"/proc/{pid}/ns/uts")
 
@@ -166,10 +146,6 @@ def safe_uts(pid: int) -> str:
         return uts_of(pid)
     except OSError:
         return ""
-
-
-def parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
 
 
 class Cluster:
@@ -231,36 +207,13 @@ class Cluster:
         return path
 
     def start(self, matrix: Path, out: Path, *extra: str) -> subprocess.Popen:
-        return subprocess.Popen(
-            [
-                *self.mpirun,
-                self.args.binary,
-                "run",
-                str(matrix),
-                "-o",
-                str(out),
-                "--quiet",
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=self.env,
-            start_new_session=True,
-        )
+        return start_job(self.mpirun, self.args.binary, matrix, out, self.env, *extra)
 
     def end(self, proc: subprocess.Popen, limit_s: float = 150) -> str:
-        try:
-            return proc.communicate(timeout=limit_s)[0]
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise Failure(
-                f"the job did not end within {limit_s} s:\n"
-                + proc.communicate()[0][-3000:]
-            ) from None
+        return end_job(proc, limit_s)
 
     def folders(self) -> list:
-        return sorted(p.name for p in self.tmp.glob("scalebench-program-*"))
+        return cell_folders(self.tmp)
 
 
 def scenario_spans(cluster: Cluster) -> None:
@@ -359,7 +312,7 @@ def scenario_node_kill(cluster: Cluster) -> None:
     if proc.returncode == 0:
         raise Failure("the job exited 0 after its node died:\n" + output[-2000:])
     while True:
-        left = [p for p in marked(cluster.marker) if safe_uts(p) != victim]
+        left = [p for p in marked_processes(cluster.marker) if safe_uts(p) != victim]
         folders = [f for f in cluster.folders() if f.endswith(nodea_folders)]
         if not left and not folders:
             break
@@ -379,9 +332,9 @@ def scenario_node_kill(cluster: Cluster) -> None:
     output = cluster.end(resume)
     if resume.returncode != 0:
         raise Failure(f"--resume exited {resume.returncode}:\n{output[-3000:]}")
-    if marked(cluster.marker) or cluster.folders():
+    if marked_processes(cluster.marker) or cluster.folders():
         raise Failure(
-            f"after --resume: processes {marked(cluster.marker)}, folders "
+            f"after --resume: processes {marked_processes(cluster.marker)}, folders "
             f"{cluster.folders()}"
         )
     print("--resume completed the cell; no process and no folder left on either node")
@@ -433,7 +386,7 @@ def main() -> int:
                 failed += 1
                 print(f"FAIL {name}: {failure}", file=sys.stderr)
             finally:
-                for pid in marked(cluster.marker):
+                for pid in marked_processes(cluster.marker):
                     try:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:

@@ -35,6 +35,18 @@ import time
 import uuid
 from pathlib import Path
 
+from job_support import (
+    Failure,
+    cell_folders,
+    command_line,
+    end_job,
+    kill_quietly,
+    marked_processes,
+    parent_of,
+    start_job,
+    text,
+)
+
 CLEAN_LIMIT_S = 20.0  # a bound on the wait, not the figure (printed)
 
 MATRIX = """name: program-faults
@@ -57,64 +69,6 @@ DAEMON = (
     '\'(setsid sh -c "trap \\"\\" TERM; echo \\$\\$ > $0/daemon.$RANK; exec sleep 300" &); '
     "while [ ! -s $0/daemon.$RANK ]; do sleep 0.01; done; echo started'"
 )
-
-
-class Failure(Exception):
-    pass
-
-
-def text(value) -> str:
-    """An HDF5 string (fixed-length strings come back as bytes)."""
-    if hasattr(value, "tobytes") and not isinstance(value, (bytes, str)):
-        value = value.tobytes()
-    return value.decode().rstrip("\0") if isinstance(value, bytes) else str(value)
-
-
-def marked_processes(marker: str) -> list:
-    """Pids of live processes whose environment or command line holds the marker."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-            if state in (b"Z", b"X"):
-                continue
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except (OSError, IndexError):
-            continue
-        if marker.encode() in environ or marker.encode() in cmdline:
-            found.append(int(entry))
-    return found
-
-
-def kill_quietly(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-def command_line(pid: int) -> str:
-    """A process's command line, or "(gone)" when it ended meanwhile."""
-    try:
-        return (
-            Path(f"/proc/{pid}/cmdline")
-            .read_bytes()
-            .replace(b"\0", b" ")
-            .decode(errors="replace")
-        )
-    except OSError:
-        return "(gone)"
-
-
-def parent_of(pid: int) -> int:
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        return int(f.read().rsplit(b")", 1)[1].split()[1])
 
 
 def rank_pid(mpirun_pid: int, rank: int) -> int:
@@ -170,29 +124,11 @@ class Runner:
         return path
 
     def start(self, matrix: Path, out: Path, *extra: str) -> subprocess.Popen:
-        return subprocess.Popen(
-            [
-                self.mpiexec,
-                "-np",
-                "3",
-                "--oversubscribe",
-                self.binary,
-                "run",
-                str(matrix),
-                "-o",
-                str(out),
-                "--quiet",
-                *extra,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=self.env,
-            start_new_session=True,
-        )
+        launcher = [self.mpiexec, "-np", "3", "--oversubscribe"]
+        return start_job(launcher, self.binary, matrix, out, self.env, *extra)
 
     def folders(self) -> list:
-        return sorted(p.name for p in self.tmp.glob("scalebench-program-*"))
+        return cell_folders(self.tmp)
 
     def info(self, out: Path) -> str:
         result = subprocess.run(
@@ -205,15 +141,7 @@ class Runner:
         return result.stdout + result.stderr
 
     def end(self, proc: subprocess.Popen) -> str:
-        try:
-            output, _ = proc.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-            raise Failure(
-                "the job did not end within 90 s of the kill:\n" + output[-3000:]
-            )
-        return output
+        return end_job(proc, 90)
 
     def wait_clean(self, since: float) -> float:
         """Seconds from `since` until no marked process and no folder remain."""
