@@ -267,3 +267,109 @@ def test_tf_keras_reports_each_batch_where_tensorflow_is_installed(tmp_path):
     assert len(steps) == 64 // 8, records
     assert all(set(s["phases"]) == {"data", "train_step"} for s in steps[1:]), steps
     assert [r["framework"] for r in records if r["type"] == "hello"] in (["keras"], ["tensorflow"])
+
+
+#: A Lightning program that evaluates a small module (Note [Lightning evaluation loops]): 40
+#: samples in batches of 8, through each loop argv names (test, predict); the module's
+#: batch-end hook stands for post-processing (CytoDL writes its images there).
+_LIGHTNING_EVAL_SCRIPT = """
+import sys, time
+import torch
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader, TensorDataset
+
+class Net(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(16, 4)
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.layer(x), y)
+        self.log("test_loss", loss)
+    def predict_step(self, batch, batch_idx):
+        return self.layer(batch[0])
+    def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        time.sleep(0.002)
+    on_predict_batch_end = on_test_batch_end
+
+data = DataLoader(TensorDataset(torch.randn(40, 16), torch.randn(40, 4)), batch_size=8)
+trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                     enable_progress_bar=False, enable_model_summary=False)
+for loop in sys.argv[1:]:
+    getattr(trainer, loop)(Net(), dataloaders=data)
+"""
+
+
+def _lightning_python() -> str:
+    """The frameworks' environment's Python (made by ./setup.sh test), or skip."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    python = os.environ.get("SCALEBENCH_FRAMEWORKS_PYTHON") or os.path.join(
+        here, "..", "..", ".venv-frameworks", "bin", "python"
+    )
+    if not os.path.exists(python):
+        pytest.skip("no frameworks environment (./setup.sh test makes .venv-frameworks)")
+    probe = subprocess.run([python, "-c", "import lightning"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"{python} has no lightning")
+    return python
+
+
+def _lightning_eval_records(tmp_path, loops: list, mode: str) -> list:
+    """The report records of the evaluation script run as a program cell of `mode` would be
+    (the client's entry point adds the callback; the script names no scalebench)."""
+    import json
+    import subprocess
+
+    script = tmp_path / "evaluate.py"
+    script.write_text(_LIGHTNING_EVAL_SCRIPT)
+    read, write = os.pipe()
+    client = os.path.join(os.path.dirname(__file__), "..", "..", "protocol", "client")
+    env = dict(
+        os.environ,
+        SCALEBENCH_REPORT_FD=str(write),
+        SCALEBENCH_MODE=mode,
+        SCALEBENCH_WARMUP="1",
+        PYTHONPATH=os.path.abspath(client),
+        PYTHONWARNINGS="ignore",
+    )
+    done = subprocess.run(
+        [_lightning_python(), str(script), *loops],
+        env=env,
+        pass_fds=(write,),
+        capture_output=True,
+        timeout=600,
+    )
+    os.close(write)
+    with os.fdopen(read) as channel:
+        records = [json.loads(line) for line in channel if line.strip()]
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return records
+
+
+def test_lightning_evaluation_loops_report_each_batch_of_an_inference_cell(tmp_path):
+    """Note [Lightning evaluation loops]: in an inference cell each batch of Trainer.test and
+    Trainer.predict is one step with data, h2d, forward and post (the batch-end hook) phases,
+    inside the step's span; each loop's end is reported (dataloader_end, 5 batches). Guards
+    against an inference row of a Lightning program being one wall time (issue 39 item 4)."""
+    records = _lightning_eval_records(tmp_path, ["test", "predict"], "infer")
+    steps = [r for r in records if r["type"] == "step"]
+    assert len(steps) == 2 * 40 // 8, records
+    for step in steps:
+        phases = step["phases"]
+        assert {"data", "h2d", "forward", "post"} <= set(phases), phases
+        for begin, end in phases.values():
+            assert step["begin_ns"] <= begin <= end <= step["end_ns"], step
+        assert phases["post"][1] - phases["post"][0] >= 2_000_000 * 0.9  # the 2 ms sleep
+    ended = [r for r in records if r["type"] == "ended"]
+    assert [r["by"] for r in ended] == ["dataloader_end"] * 2, ended
+    assert "test loop ran out of batches after 5" in ended[0]["message"], ended
+    assert "predict loop ran out of batches after 5" in ended[1]["message"], ended
+
+
+def test_lightning_evaluation_of_a_training_cell_reports_no_step(tmp_path):
+    """A training cell's program that only evaluates reports no step: evaluation batches are
+    steps of inference cells alone, never mixed into a training cell's steps."""
+    records = _lightning_eval_records(tmp_path, ["test"], "train")
+    assert not [r for r in records if r["type"] in ("step", "ended")], records

@@ -31,10 +31,31 @@ max_epochs, EarlyStopping, ...), which the worker names when the program ran few
 steps than asked (docs/programs.md#steps-asked-and-run).
 
 A step begins where the batch is fetched and ends with ``run_training_batch``; the
-``on_train_batch_end`` hooks (progress bar, logging) run between steps. Validation, the
-sanity check and prediction fall outside the steps and are not reported. A phase that runs
-twice in one step (several optimizers) is reported once, from its first begin, for its
+``on_train_batch_end`` hooks (progress bar, logging) run between steps. Validation and the
+sanity check of a training cell fall outside the steps and are not reported. A phase that
+runs twice in one step (several optimizers) is reported once, from its first begin, for its
 summed duration.
+
+Note [Lightning evaluation loops]: in an inference cell (``SCALEBENCH_MODE=infer``) the
+profiler is installed for ``Trainer.validate``, ``test`` and ``predict`` instead, and each
+batch of their loop is one step with the phases
+
+==================================================  ==========
+``[_EvaluationLoop].val_next`` / ``test_next``,      data
+``[_PredictionLoop].predict_next``
+``[Strategy]<S>.batch_to_device``                    h2d
+``[Strategy]<S>.validation_step`` / ``test_step`` /  forward
+``predict_step``
+hooks before the step (``on_test_batch_start``)      hooks
+hooks after it (``on_test_batch_end``: writing       post
+outputs, metrics), summed
+==================================================  ==========
+
+An evaluation batch has no bracketing action of its own, so it ends where the next batch's
+fetch begins (its ``post`` hooks inside it); the loop's last fetch, which finds the
+dataloader empty, holds no step and is dropped when the loop ends (``on_test_end``). The
+loop then reports ``ended`` by ``dataloader_end`` with the batches it ran and its
+``limit_*_batches``.
 
 Nothing here synchronises a GPU unless ``SCALEBENCH_SYNC_PHASES=1`` (an ``env:`` of the
 program): then each phase boundary waits for the device (``torch.cuda.synchronize``), so a
@@ -62,6 +83,13 @@ _HOOK_PHASES = {
 _DATA_ACTION_SUFFIX = "].train_dataloader_next"
 _BATCH_ACTION = "run_training_batch"
 _OPTIMIZER_HOOK = "optimizer_step"
+#: Note [Lightning evaluation loops]: the fetch of an evaluation batch, and its step hooks.
+_EVAL_DATA_SUFFIXES = ("].val_next", "].test_next", "].predict_next")
+_EVAL_STEP_HOOKS = ("validation_step", "test_step", "predict_step")
+#: The stages whose loops an inference cell reports (Trainer.validate, test, predict).
+_EVAL_STAGES = ("validate", "test", "predict")
+#: Phases that a hook called inside another phase belongs to instead.
+_HOOK_LIKE = ("hooks", "post")
 
 
 def _phase_of(action: str) -> str | None:
@@ -73,6 +101,21 @@ def _phase_of(action: str) -> str | None:
             return _OPTIMIZER_HOOK
         if action.startswith("[Strategy]") or hook == "optimizer_zero_grad":
             return _HOOK_PHASES.get(hook)
+        return "hooks"
+    return None
+
+
+def _eval_phase_of(action: str) -> str | None:
+    """The phase of an action inside an evaluation batch (Note [Lightning evaluation loops]);
+    hooks are ``hooks`` here, ``post`` once the batch's step ran."""
+    if action.endswith(_EVAL_DATA_SUFFIXES):
+        return "data"
+    if action.startswith("[Strategy]"):
+        hook = action.rpartition(".")[2]
+        if hook == "batch_to_device":
+            return "h2d"
+        return "forward" if hook in _EVAL_STEP_HOOKS else None
+    if action.startswith(("[LightningModule]", "[Callback]")):
         return "hooks"
     return None
 
@@ -94,7 +137,7 @@ class _StepState:
             self.optimizer_begin = now
             self.closure_end = now
         elif (
-            phase != "hooks" or not self.open
+            phase not in _HOOK_LIKE or not self.open
         ):  # a hook inside another phase is that phase's
             self.open.setdefault(phase, now)
 
@@ -103,7 +146,7 @@ class _StepState:
             # The optimizer's own update: what follows the closure inside optimizer_step.
             self._add("optimizer", max(self.closure_end, self.optimizer_begin), now)
             return
-        if phase == "hooks" and len(self.open) > 1:
+        if phase in _HOOK_LIKE and len(self.open) > 1:
             return  # the hook of a hook (or inside another phase): counted by the outer one
         begin = self.open.pop(phase, None)
         if begin is None:
@@ -111,6 +154,10 @@ class _StepState:
         self._add(phase, begin, now)
         if phase in ("forward", "zero_grad", "backward", "hooks"):
             self.closure_end = now
+
+    def post_hooks(self, phase: str) -> str:
+        """An evaluation batch's hook after its step is post-processing."""
+        return "post" if phase == "hooks" and "forward" in self.phases else phase
 
     def _add(self, phase: str, begin: int, end: int) -> None:
         span = self.phases.get(phase)
@@ -128,9 +175,10 @@ def _profiler_base():
     return Profiler
 
 
-def make_phase_profiler(inner):
+def make_phase_profiler(inner, evaluation: bool = False):
     """A Lightning profiler that reports the phases of each training step to scalebench and
-    forwards every action to `inner` (the trainer's own profiler)."""
+    forwards every action to `inner` (the trainer's own profiler); with `evaluation`, the
+    batches of the evaluation loops instead (Note [Lightning evaluation loops])."""
     base = _profiler_base()
 
     class PhaseProfiler(base):
@@ -138,9 +186,48 @@ def make_phase_profiler(inner):
             super().__init__()
             self.inner = inner
             self.sync = os.environ.get("SCALEBENCH_SYNC_PHASES") == "1"
+            self.evaluation = evaluation
             self.step: _StepState | None = None
+            self.batches = 0  # evaluation batches reported
+
+        def _now(self) -> int:
+            if self.sync:
+                sb._synchronize()
+            return _monotonic_ns()
+
+        def _eval_start(self, action_name: str) -> None:
+            phase = _eval_phase_of(action_name)
+            if phase is None:
+                return
+            now = self._now()
+            if phase == "data":  # the previous batch ends where this fetch begins
+                self.finish_batch(now)
+                self.step = _StepState()
+                self.step.begin = now
+            if self.step is not None:
+                self.step.start(self.step.post_hooks(phase), now)
+
+        def _eval_stop(self, action_name: str) -> None:
+            phase = _eval_phase_of(action_name)
+            if phase is None or self.step is None:
+                return
+            self.step.stop(self.step.post_hooks(phase), self._now())
+
+        def finish_batch(self, now: int | None = None) -> None:
+            """Reports the evaluation batch being assembled, if its step ran (the loop's
+            last fetch, which finds the dataloader empty, holds none and is dropped)."""
+            step, self.step = self.step, None
+            if step is None or "forward" not in step.phases:
+                return
+            end = self._now() if now is None else now
+            sb.emit_step(step.begin, end, {k: tuple(v) for k, v in step.phases.items()})
+            self.batches += 1
 
         def start(self, action_name: str) -> None:
+            if self.evaluation:
+                self._eval_start(action_name)
+                self.inner.start(action_name)
+                return
             phase = _phase_of(action_name)
             if phase is not None or action_name == _BATCH_ACTION:
                 if self.sync:
@@ -157,6 +244,9 @@ def make_phase_profiler(inner):
 
         def stop(self, action_name: str) -> None:
             self.inner.stop(action_name)
+            if self.evaluation:
+                self._eval_stop(action_name)
+                return
             phase = _phase_of(action_name)
             if self.step is None or (phase is None and action_name != _BATCH_ACTION):
                 return
@@ -241,25 +331,62 @@ def ended_by(trainer) -> tuple[str, str]:
     return "other", limits
 
 
+def _report_metrics(trainer) -> None:
+    for name, value in trainer.callback_metrics.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        sb.metric("loss" if name in ("loss", "train_loss") else name, number)
+
+
+def _limit_of(trainer, stage: str):
+    prefix = {"validate": "val"}.get(stage, stage)
+    return prefix, getattr(trainer, f"limit_{prefix}_batches", None)
+
+
 def _callback_class(base):
     class ScalebenchCallback(base):
-        """Reports Trainer.fit's steps, final metrics and memory to scalebench."""
+        """Reports Trainer.fit's steps (a training cell) or the batches of Trainer.validate,
+        test and predict (an inference cell), final metrics and memory to scalebench."""
 
         def setup(self, trainer, pl_module, stage: str) -> None:
-            if stage == "fit" and not getattr(trainer.profiler, "_scalebench", False):
-                profiler = make_phase_profiler(trainer.profiler)
+            evaluation = os.environ.get("SCALEBENCH_MODE") == "infer"
+            wanted = stage in _EVAL_STAGES if evaluation else stage == "fit"
+            if wanted and not getattr(trainer.profiler, "_scalebench", False):
+                profiler = make_phase_profiler(trainer.profiler, evaluation=evaluation)
                 profiler._scalebench = True
                 trainer.profiler = profiler
 
         def on_train_end(self, trainer, pl_module) -> None:
             sb.ended(*ended_by(trainer))
-            for name, value in trainer.callback_metrics.items():
-                try:
-                    number = float(value)
-                except (TypeError, ValueError):
-                    continue
-                sb.metric("loss" if name in ("loss", "train_loss") else name, number)
+            _report_metrics(trainer)
             sb.memory()
+
+        def _evaluation_end(self, trainer, stage: str) -> None:
+            profiler = trainer.profiler
+            if not getattr(profiler, "evaluation", False):
+                return  # a training cell's validation loop, or no profiler of ours
+            profiler.finish_batch()
+            prefix, limit = _limit_of(trainer, stage)
+            sb.ended(
+                "dataloader_end",
+                f"the {stage} loop ran out of batches after {profiler.batches} "
+                f"(limit_{prefix}_batches={limit})",
+            )
+            profiler.batches = 0  # the next loop (test, then predict) counts its own
+            _report_metrics(trainer)
+            sb.memory()
+
+        def on_validation_end(self, trainer, pl_module) -> None:
+            if not trainer.sanity_checking:
+                self._evaluation_end(trainer, "validate")
+
+        def on_test_end(self, trainer, pl_module) -> None:
+            self._evaluation_end(trainer, "test")
+
+        def on_predict_end(self, trainer, pl_module) -> None:
+            self._evaluation_end(trainer, "predict")
 
         def on_exception(self, trainer, pl_module, exception: BaseException) -> None:
             sb.error(exception)
