@@ -13,10 +13,11 @@
 # The checks, in order: detect (nvidia-smi, the node's torch), unit (GoogleTests *Gpu.*: CUDA
 # events, CUDA memory), mpi (the MPI GoogleTests *Gpu.*: NCCL backend, watchdog abort, NCCL
 # training, CUDA graphs), selftest, probe (NCCL), mfu (tests/gpu/mfu_matmul.yaml and
-# tests/analysis/test_mfu_gpu.py), sweep (tests/gpu/gpu_verify.yaml: bf16, channels-last,
-# batch auto to a real out-of-memory error, CUDA graphs, accuracy validation), aoti
-# (docs/examples/own_model/aoti exported for CUDA and run on the GPU), compile
-# (docs/examples/compile_axis.yaml on the GPU: the twins exported for CUDA, validated).
+# tests/analysis/test_mfu_gpu.py), profile (tests/gpu/profile_gpu.yaml: operator tables with
+# the GPU's kernels), aoti (docs/examples/own_model/aoti exported for CUDA and run on the GPU),
+# compile (docs/examples/compile_axis.yaml on the GPU: the twins exported for CUDA,
+# validated), and last the longest, sweep (tests/gpu/gpu_verify.yaml: bf16, channels-last,
+# batch auto to a real out-of-memory error, CUDA graphs, accuracy validation).
 # LibTorch, CUDA and NCCL come from the node's PyTorch (python3, or $SCALEBENCH_NODE_PYTHON),
 # which must be the version prebuild.sh built against (kit.txt says which; checked).
 # Exit status: 0 when every check passed, 1 when one failed, 2 for bad usage.
@@ -40,10 +41,11 @@ source "$here/prefix.sh"
 say() { echo "$*" | tee -a "$log"; }
 row() { echo "| $1 | $2 | $3 | $4 |" >>"$summary"; }
 
-# check <name> <limit s> <function>: runs the function (exported, in a child bash) under the
+# run_check <name> <limit s> <function> (check: the same where SCALEBENCH_CHECKS wants it):
+# runs the function (exported, in a child bash) under the
 # smaller of its limit and the budget left, its output into the log, and records a summary
 # row (figures: the last line the command printed that starts with "FIGURE ").
-check() {
+run_check() {
   local name="$1" limit="$2" function="$3" left rc t0 figures
   left=$((budget - (SECONDS - start) - 10))
   ((left < limit)) && limit=$left
@@ -198,6 +200,31 @@ sys.exit(0 if ok and same and refused else 1)
 PY
 }
 
+# profile: tests/gpu/profile_gpu.yaml (issue 42, docs/profiles.md): ResNet-18 bf16 training and
+# inference with 3 steps under the profiler. Expected: both cells ok, each with an operator
+# table that holds the GPU's kernels (device cuda) in the forward phase beside the CPU's
+# operators; the top rows and the kernels' share of the profiled step are printed.
+profile_check() {
+  mpirun -np 2 "$bin/scalebench" run "$repo/tests/gpu/profile_gpu.yaml" -o "$out/profile.h5" --force || return 1
+  "$python" -m scalebench_analysis analyze "$out/profile.h5" --ops --ops-limit 12
+  "$python" -m scalebench_analysis analyze "$out/profile.h5" --ops --ops-limit 500 --format json >"$out/profile.json" || return 1
+  "$python" - "$out/profile.json" <<'PY'
+import json, sys
+cells = json.load(open(sys.argv[1]))
+summary = []
+ok = len(cells) == 2
+for cell in cells:
+    kernels = [op for op in cell["ops"] if op["device"] == "cuda"]
+    forward = [op for op in kernels if op["phase"] == "forward"]
+    top = max(kernels, key=lambda op: op["self_ms_per_step"], default=None)
+    summary.append(f"{cell['cell_id'][:8]}: {len(kernels)} kernel rows ({len(forward)} forward)"
+                   + (f", top {top['name'][:40]} {top['self_ms_per_step']:.3f} ms/step" if top else ""))
+    ok = ok and bool(forward)
+print("FIGURE " + "; ".join(summary))
+sys.exit(0 if ok else 1)
+PY
+}
+
 # compile: docs/examples/compile_axis.yaml on one GPU (device cuda, NCCL, world size 1): each
 # zoo model's TorchScript twin and the mlp's AOTInductor twin, exported for CUDA by rank 0 from
 # the eager weights and validated against eager fp32 (docs/optimizations.md#compilation).
@@ -206,24 +233,33 @@ compile_axis() {
   sed -e 's/device: cpu/device: cuda/' -e 's/backend: mpi/backend: nccl/' \
     -e 's/world_sizes: \[1, 2\]/world_sizes: [1]/' "$repo/docs/examples/compile_axis.yaml" \
     >"$out/compile_axis.yaml" || return 1
-  mpirun -np 2 "$bin/scalebench" run "$out/compile_axis.yaml" -o "$out/compile.h5" --force
+  # SCALEBENCH_RANK0_DEBUGGER: a command that runs rank 0 (e.g. "cuda-gdb -q -batch -ex run
+  # -ex bt --args", for a backtrace of a crash; the node has no gdb).
+  local -a rank0=("$bin/scalebench" run "$out/compile_axis.yaml" -o "$out/compile.h5" --force)
+  # shellcheck disable=SC2086
+  mpirun -np 1 ${SCALEBENCH_RANK0_DEBUGGER:-} "${rank0[@]}" : -np 1 "${rank0[@]}"
   local rc=$?
   "$bin/scalebench" info "$out/compile.h5" | tee "$out/compile.info"
   echo "FIGURE $(grep -cE 'passed +ok *$' "$out/compile.info") cells ok with accuracy passed; exit $rc"
   return "$rc"
 }
 
-export -f detect gtests selftest probe mfu_check sweep aoti compile_axis missing_libraries
-export kit out log bin python repo
-check detect 60 detect
+export -f detect gtests selftest probe mfu_check profile_check sweep aoti compile_axis missing_libraries
+export kit out log bin python repo SCALEBENCH_RANK0_DEBUGGER
+# SCALEBENCH_CHECKS: only these checks after detect (names as below, space-separated), for a
+# rerun of one check within what is left of a lease.
+wanted() { [[ -z ${SCALEBENCH_CHECKS:-} || " $SCALEBENCH_CHECKS " == *" $1 "* ]]; }
+check() { wanted "$1" || return 0; run_check "$@"; }
+run_check detect 60 detect  # always: the checks below need it
 if grep -q '^| detect | passed' "$summary"; then
   check unit-and-mpi-tests 180 gtests
   check selftest 120 selftest
   check probe 120 probe
   check mfu 120 mfu_check
-  check sweep 300 sweep
+  check profile 120 profile_check
   check aoti 180 aoti
   check compile 240 compile_axis
+  check sweep 300 sweep
 fi
 say ""
 say "total $((SECONDS - start)) s of the budget of ${budget} s"
