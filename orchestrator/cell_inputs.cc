@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "common/base/error.h"
+#include "protocol/wire.h"
 
 namespace scalebench {
 namespace {

@@ -16,6 +16,7 @@
 #include "protocol/mpi_comm.h"
 #include "protocol/poll_backoff.h"
 #include "protocol/signals.h"
+#include "protocol/wire.h"
 
 namespace scalebench {
 

@@ -1,29 +1,6 @@
 // Rank 0 of `scalebench run`: schedules cells onto worker groups and records results.
 //
-// Note [Orchestrator protocol]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// All messages travel on MPI_COMM_WORLD with the typed tags of common/cell/messages.h; the
-// payloads are MessagePack (size probed by the receiver).
-//
-//   1. Every rank calls discover_worker_context() (collective: node split).
-//   2. Each worker sends one Tag::kHello (WorkerHello: host, local index, device) to
-//      rank 0, which waits for all of them before it schedules anything (groups prefer
-//      one node, see Note [Scheduling]).
-//   3. Rank 0 broadcasts a go/no-go int (0 = go, else the exit status every rank
-//      returns: bad input is found before any cell runs).
-//   4. For each dispatched cell rank 0 first marks it `running` in the results file
-//      (flushed), then sends Tag::kAssign (Assignment: spec + members) to every member.
-//   5. The members, and only they, call MPI_Comm_create_group with tag
-//      group_creation_tag(members) = 1000 + first member: groups alive at the same time
-//      are disjoint, so their tags differ, and the tags never collide with the message
-//      tags (100..103). The group communicator is handed to CellRunner::run.
-//   6. Each member sends its RankResult (Tag::kResult) to rank 0. When all members of a
-//      cell have reported, rank 0 writes the cell (complete, flushed) and frees the group.
-//   7. At the end rank 0 sends Tag::kShutdown (empty) to every worker, then every rank
-//      takes part in one MPI_Bcast of the exit status, so mpirun's status is rank 0's.
-//
-// Rank 0 never blocks on a receive: its loop polls for results (MPI_Iprobe), the stop
-// signal flag (Note [Stop signals]) and the per-cell watchdog (Note [Late cells]).
+// The sequence of messages is Note [Orchestrator protocol] in protocol/wire.h.
 //
 // Note [Late cells]
 // ~~~~~~~~~~~~~~~~~
@@ -113,9 +90,9 @@ struct OrchestratorOutcome {
   int abort_status = kExitInfrastructure;
 };
 
-/// Rank 0's loop: runs `cells` on `workers` per Note [Orchestrator protocol], recording
-/// every cell through `sink` (cells too big for the job are recorded `skipped`). Does
-/// not send Tag::kShutdown (the caller does, unless abort_message is set). Reacts to
+/// Rank 0's loop: runs `cells` on `workers` per Note [Orchestrator protocol] (protocol/wire.h),
+/// recording every cell through `sink` (cells too big for the job are recorded `skipped`). Does not
+/// send Tag::kShutdown (the caller does, unless abort_message is set). Reacts to
 /// StopSignalHandler's counter, which the caller installs.
 OrchestratorOutcome run_orchestrator(const std::vector<CellSpec>& cells,
                                      const std::vector<WorkerHello>& workers, ResultSink& sink,

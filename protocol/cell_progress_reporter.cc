@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "protocol/mpi_comm.h"
+#include "protocol/wire.h"
 
 namespace scalebench {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cell/messages.h"
 #include "protocol/mpi_check.h"
+#include "protocol/wire.h"
 
 namespace scalebench {
 

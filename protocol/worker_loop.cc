@@ -10,6 +10,7 @@
 #include "protocol/fault_injection.h"
 #include "protocol/mpi_comm.h"
 #include "protocol/poll_backoff.h"
+#include "protocol/wire.h"
 
 namespace scalebench {
 namespace {

@@ -1,8 +1,7 @@
-// Messages between the orchestrator (rank 0) and the workers, and their serialisation.
-//
-// Every message is one MPI_BYTE payload of MessagePack (nlohmann::json::to_msgpack)
-// sent with a typed tag; receivers MPI_Probe + MPI_Get_count for the size. See
-// Note [Orchestrator protocol] in orchestrator/ for the sequence.
+// The messages between the orchestrator (rank 0) and the workers, as data: what a worker says
+// of itself, the cell it is handed, its result and its progress. Their tags, encoding and
+// sequence are the wire contract of protocol/wire.h (Note [Orchestrator protocol]); the
+// results store (common/results/) reads the same structs without any of MPI.
 #pragma once
 
 #include <cstdint>
@@ -20,18 +19,6 @@
 #include "common/cell/output_comparison.h"
 
 namespace scalebench {
-
-/// MPI tags of scalebench messages on MPI_COMM_WORLD.
-enum class Tag : int {
-  kAssign = 100,    ///< rank 0 -> worker: Assignment
-  kResult = 101,    ///< worker -> rank 0: RankResult
-  kShutdown = 102,  ///< rank 0 -> worker: empty payload, leave the worker loop
-  kHello = 103,     ///< worker -> rank 0: WorkerHello, once at start
-  kProgress = 104,  ///< group rank 0 of a cell -> rank 0: CellProgress, at a bounded rate
-  /// group rank -> the other ranks of its group: its program failed, end yours (Note
-  /// [Program cells], protocol/program/program_cell.cc); empty payload, on the group communicator
-  kProgramStop = 105,
-};
 
 /// Note [Cell progress]: where a long cell is, sent by its group rank 0 at most once per
 /// kProgressInterval (and never for a cell that ends sooner), so that rank 0's log and the
@@ -161,19 +148,5 @@ struct RankResult {
 /// Every phase name reported by any rank, in first-seen order (ranks may differ, e.g. a
 /// failed rank reports none).
 std::vector<std::string> phase_union(const std::vector<RankResult>& ranks);
-
-std::vector<uint8_t> serialize(const WorkerHello& hello);
-std::vector<uint8_t> serialize(const Assignment& assignment);
-std::vector<uint8_t> serialize(const RankResult& result);
-std::vector<uint8_t> serialize(const CellProgress& progress);
-/// Largest serialized message (one MPI_Send of MPI_BYTE counts in int); larger TorchScript
-/// artifacts are refused by rank 0 with CellError(FailurePhase::kInputs).
-inline constexpr size_t kMaxMessageBytes = 2147483647 - 4096;
-
-/// Throw InputError on malformed bytes (a version skew between ranks, a truncated message).
-WorkerHello deserialize_hello(const std::vector<uint8_t>& bytes);
-Assignment deserialize_assignment(const std::vector<uint8_t>& bytes);
-RankResult deserialize_result(const std::vector<uint8_t>& bytes);
-CellProgress deserialize_progress(const std::vector<uint8_t>& bytes);
 
 }  // namespace scalebench

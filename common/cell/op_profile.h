@@ -80,7 +80,7 @@ struct OpProfile {
 std::vector<OpRow> summarize_profile(const std::vector<ProfiledEvent>& events);
 
 nlohmann::json to_json(const OpProfile& profile);
-/// Throws nlohmann::json::exception on a malformed value (messages.cc maps it to InputError).
+/// Throws nlohmann::json::exception on a malformed value (protocol/wire.cc maps it to InputError).
 OpProfile op_profile_from_json(const nlohmann::json& json);
 
 }  // namespace scalebench

@@ -6,6 +6,7 @@
 
 #include "common/cell/program.h"
 #include "protocol/mpi_check.h"
+#include "protocol/wire.h"
 
 namespace scalebench::program {
 

@@ -8,9 +8,9 @@
 
 #include "common/base/escaped_text.h"
 #include "common/base/process_memory.h"
-#include "common/cell/messages.h"
 #include "protocol/mpi_check.h"
 #include "protocol/program/report_pipe.h"
+#include "protocol/wire.h"
 
 namespace scalebench::program {
 

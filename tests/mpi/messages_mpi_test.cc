@@ -2,8 +2,8 @@
 // rank, which echoes back a RankResult built from it.
 #include <gtest/gtest.h>
 
-#include "common/cell/messages.h"
 #include "protocol/mpi_comm.h"
+#include "protocol/wire.h"
 
 namespace scalebench {
 namespace {

@@ -8,8 +8,6 @@
 #include <cmath>
 #include <limits>
 
-#include "common/cell/messages.h"
-
 namespace scalebench {
 namespace {
 
@@ -178,18 +176,6 @@ TEST(Accuracy, AReferenceThatDisagreesWithItselfWidensTheTrainingChecksNeverNarr
   comparison.reference_loss_spread = comparison.reference_param_spread = 0.0;  // CPU: bit-exact
   EXPECT_THAT(finish_training(comparison, 0.01).failed_checks,
               ElementsAre("max_loss_rel_deviation 0.032 > 0.01", "param_rel_distance 0.12 > 0.01"));
-}
-
-TEST(Accuracy, TravelsInTheRankResultMessage) {
-  RankResult result;
-  EXPECT_EQ(deserialize_result(serialize(result)).accuracy, std::nullopt);
-  OutputSums sums = hand_sums();
-  sums.sum_abs = sums.sum_sq = 0;  // PSNR +inf must survive the message too
-  result.accuracy = finish_inference(sums, 1.0, 4.0, 0.01);
-  const RankResult back = deserialize_result(serialize(result));
-  ASSERT_TRUE(back.accuracy.has_value());
-  EXPECT_TRUE(std::isinf(back.accuracy->values.at("psnr_db")));
-  EXPECT_EQ(back, result);
 }
 
 }  // namespace

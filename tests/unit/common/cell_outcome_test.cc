@@ -4,8 +4,6 @@
 
 #include <set>
 
-#include "common/cell/messages.h"
-
 namespace scalebench {
 namespace {
 
@@ -20,14 +18,6 @@ TEST(FailurePhase, EveryPhaseHasOneNameThatReadsBack) {
   }
   EXPECT_EQ(to_string(FailurePhase::kNone), "");
   EXPECT_EQ(parse_failure_phase("comm"), std::nullopt);
-}
-
-TEST(FailurePhase, TravelsInTheRankResultMessage) {
-  RankResult result;
-  result.status = CellStatus::kFailed;
-  result.failed_phase = FailurePhase::kCheckpointLoad;
-  result.fatal = true;
-  EXPECT_EQ(deserialize_result(serialize(result)), result);
 }
 
 }  // namespace

@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include "common/cell/messages.h"
-
 namespace scalebench {
 namespace {
 
@@ -128,23 +126,6 @@ TEST(OpProfile, NoPhaseAndBackwardsEvents) {
   EXPECT_EQ(rows[0].phase, "");
   EXPECT_DOUBLE_EQ(rows[1].total_s, 0.0);
   EXPECT_TRUE(summarize_profile({}).empty());
-}
-
-TEST(OpProfile, TravelsWithTheRankResult) {
-  RankResult result;
-  result.cell_id = "0123456789abcdef";
-  result.profile = OpProfile{.steps = 3,
-                             .activities = {"cpu"},
-                             .ops = {{.name = "aten::mm",
-                                      .phase = "forward",
-                                      .device = "cpu",
-                                      .count = 6,
-                                      .self_s = 0.25,
-                                      .total_s = 0.5,
-                                      .self_cpu_memory_bytes = 1024}}};
-  EXPECT_EQ(deserialize_result(serialize(result)), result);
-  RankResult without;
-  EXPECT_FALSE(deserialize_result(serialize(without)).profile.has_value());
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <random>
 
 #include "common/base/error.h"
-#include "common/cell/messages.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
 #include "common/results/store.h"
@@ -119,15 +118,6 @@ TEST(OutputComparison, NothingToCompareIsAnInputError) {
   inputs.outputs = {OutputArray{}};
   inputs.baseline_outputs = {OutputArray{}};
   EXPECT_THROW(compare_with_baseline(inputs), InputError);
-}
-
-TEST(OutputComparison, OutputsTravelInTheResultMessage) {
-  RankResult result;
-  result.cell_id = "c";
-  result.validation_outputs = ramp({3, 2, 2});
-  const RankResult back = deserialize_result(serialize(result));
-  ASSERT_TRUE(back.validation_outputs.has_value());
-  EXPECT_EQ(*back.validation_outputs, *result.validation_outputs);
 }
 
 TEST(OutputComparison, TheStoreKeepsOutputsAndRecordsTheComparison) {

@@ -1,13 +1,17 @@
-// The hello a worker sends rank 0 round-trips through its MessagePack form, and a hello
-// missing a field is refused with what is wrong.
-#include "common/cell/messages.h"
+// The wire contract (protocol/wire.h): every message round-trips through its MessagePack form
+// with each field it carries (the hello, the progress, a rank's result with its phases,
+// reasons, accuracy, failure, operator table and validation outputs), and a message missing
+// a field is refused with what is wrong.
+#include "protocol/wire.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/base/error.h"
+#include "common/cell/accuracy.h"
 
 namespace scalebench {
 namespace {
@@ -57,6 +61,62 @@ TEST(RankResultMessage, UntrustedReasonsRoundTrip) {
   result.cell_id = "c";
   result.untrusted_reasons = {"steps: the program ran 8 steps, 20 were asked", "code: shadowed"};
   EXPECT_EQ(deserialize_result(serialize(result)).untrusted_reasons, result.untrusted_reasons);
+}
+
+TEST(RankResultMessage, AccuracyTravelsWithItsInfinities) {
+  RankResult result;
+  EXPECT_EQ(deserialize_result(serialize(result)).accuracy, std::nullopt);
+  OutputSums sums;  // outputs equal to the reference: PSNR +inf must survive the message
+  sums.samples = 1;
+  sums.elements = 4;
+  sums.sum_abs_ref = 10;
+  sums.dot = 30;
+  sums.out_sq = 30;
+  sums.ref_sq = 30;
+  sums.max_abs_ref = 4;
+  result.accuracy = finish_inference(sums, 1.0, 4.0, 0.01);
+  const RankResult back = deserialize_result(serialize(result));
+  ASSERT_TRUE(back.accuracy.has_value());
+  EXPECT_TRUE(std::isinf(back.accuracy->values.at("psnr_db")));
+  EXPECT_EQ(back, result);
+}
+
+TEST(RankResultMessage, TheFailurePhaseAndFatalTravel) {
+  RankResult result;
+  result.status = CellStatus::kFailed;
+  result.failed_phase = FailurePhase::kCheckpointLoad;
+  result.fatal = true;
+  EXPECT_EQ(deserialize_result(serialize(result)), result);
+}
+
+TEST(RankResultMessage, TheOperatorTableTravels) {
+  RankResult result;
+  result.cell_id = "0123456789abcdef";
+  result.profile = OpProfile{.steps = 3,
+                             .activities = {"cpu"},
+                             .ops = {{.name = "aten::mm",
+                                      .phase = "forward",
+                                      .device = "cpu",
+                                      .count = 6,
+                                      .self_s = 0.25,
+                                      .total_s = 0.5,
+                                      .self_cpu_memory_bytes = 1024}}};
+  EXPECT_EQ(deserialize_result(serialize(result)), result);
+  RankResult without;
+  EXPECT_FALSE(deserialize_result(serialize(without)).profile.has_value());
+}
+
+TEST(RankResultMessage, ValidationOutputsTravel) {
+  RankResult result;
+  result.cell_id = "c";
+  OutputArray outputs;
+  outputs.shape = {3, 2, 2};
+  outputs.values = {0.5F,  -1.0F, 2.0F, 3.25F, 0.0F,  1e-7F,
+                    -0.0F, 7.0F,  8.5F, -9.0F, 1e30F, std::numeric_limits<float>::min()};
+  result.validation_outputs = outputs;
+  const RankResult back = deserialize_result(serialize(result));
+  ASSERT_TRUE(back.validation_outputs.has_value());
+  EXPECT_EQ(*back.validation_outputs, *result.validation_outputs);
 }
 
 }  // namespace
