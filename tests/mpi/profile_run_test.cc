@@ -17,19 +17,7 @@ namespace {
 
 using testing_real::run_cell;
 
-CellSpec training_cell() {
-  CellSpec cell;
-  cell.experiment = "train-mlp";
-  cell.model.zoo = "mlp";
-  cell.mode = Mode::kTrain;
-  cell.device = Device::kCpu;
-  cell.batch_size = 64;
-  cell.warmup_iterations = 2;
-  cell.measured_iterations = 6;
-  cell.optimizer = {"sgd", 0.05, 0.9, 0.0};
-  cell.seed = 3;
-  return cell;
-}
+CellSpec training_cell() { return testing_real::mlp_training_cell(64, 6); }
 
 /// "phase/name" -> calls over the profiled steps.
 std::map<std::string, int64_t> calls_of(const OpProfile& profile) {

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -22,6 +23,22 @@ inline WorkerContext context_for(MPI_Comm group) {
   MPI_Comm_size(group, &context.local_workers);
   context.node_cores = static_cast<int>(std::thread::hardware_concurrency());
   return context;
+}
+
+/// The workers' MPI tests' training cell: the zoo mlp on the CPU, SGD with momentum, seed 3;
+/// `batch_size` samples a rank, `measured` timed steps after 2 warm-up steps.
+inline CellSpec mlp_training_cell(int64_t batch_size, int measured) {
+  CellSpec cell;
+  cell.experiment = "train-mlp";
+  cell.model.zoo = "mlp";
+  cell.mode = Mode::kTrain;
+  cell.device = Device::kCpu;
+  cell.batch_size = batch_size;
+  cell.warmup_iterations = 2;
+  cell.measured_iterations = measured;
+  cell.optimizer = {"sgd", 0.05, 0.9, 0.0};
+  cell.seed = 3;
+  return cell;
 }
 
 /// Runs `cell` with its world size set to the group's size, members 0..size-1.

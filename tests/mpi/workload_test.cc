@@ -72,19 +72,7 @@ TEST(WorkloadMpi, ShardedInferenceChecksumEqualsOneProcess) {
   }
 }
 
-CellSpec training_cell() {
-  CellSpec cell;
-  cell.experiment = "train-mlp";
-  cell.model.zoo = "mlp";
-  cell.mode = Mode::kTrain;
-  cell.device = Device::kCpu;
-  cell.batch_size = 128;
-  cell.warmup_iterations = 2;
-  cell.measured_iterations = 10;
-  cell.optimizer = {"sgd", 0.05, 0.9, 0.0};
-  cell.seed = 3;
-  return cell;
-}
+CellSpec training_cell() { return testing_real::mlp_training_cell(128, 10); }
 
 TEST(WorkloadMpi, TrainingTimingsAddUpAndReplicasStayInSync) {
   const RankResult result = run_cell(training_cell(), MPI_COMM_WORLD);
