@@ -81,6 +81,8 @@ def test_html_is_self_contained(html_report, synthetic):
     if synthetic:  # auto cells and listed-batch groups: the batch study (test_batch_study.py)
         assert '<h2 id="batch-size">Batch size</h2>' in text
         assert "Throughput against batch: knee, best, recommended, boundary" in text
+        # No cell of the synthetic file was profiled (test_ops.py: a file with profiles).
+        assert "Operators of the profiled cells" not in text
     for needle in ("http://", "https://", "<script src", "<link "):
         assert needle not in text
     for title in (

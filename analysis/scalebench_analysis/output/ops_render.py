@@ -170,3 +170,24 @@ def compare_ops(
         )
         out.append("")
     return "\n".join(out)
+
+
+def report_ops_frame(results: Results, path: str, limit: int = 5) -> pd.DataFrame | None:
+    """The HTML report's Operators section (docs/profiles.md): for each profiled cell, its
+    label and the `limit` operators of most self time per phase (ops.top_ops), shares as
+    percentages; None when no cell of the file was profiled."""
+    frames = []
+    for cell_id in profiles.profiled_cells(path):
+        profile = profiles.read_profile(path, cell_id)
+        if profile is None or profile.empty:
+            continue
+        table = ops.top_ops(profile, limit)
+        table.insert(0, "cell", _label(results, cell_id))
+        frames.append(table)
+    if not frames:
+        return None
+    shown = pd.concat(frames, ignore_index=True)
+    shown["self_share"] = [_pct(v) for v in shown["self_share"]]
+    for column in ("calls_per_step", "self_ms_per_step", "total_ms_per_step"):
+        shown[column] = [f"{v:.3f}" for v in shown[column]]
+    return shown.drop(columns="self_cpu_kib_per_step")

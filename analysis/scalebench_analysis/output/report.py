@@ -10,6 +10,7 @@ import jinja2
 
 from ..tables import batch, compare, summary
 from ..tables.analysis import Analysis
+from . import ops_render
 from .batch_plots import BATCH_PLOTS
 from .figures import figure_png
 from .plots import PLOTS, REPETITION_PLOTS
@@ -171,6 +172,19 @@ def html_table(name: str, frame) -> str:
     )
 
 
+def _plain_table(frame) -> str:
+    """A frame shown as it is (its values already formatted), escaped."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
 def _cards(analysis: Analysis) -> list[dict]:
     cells = analysis.sections["cells"]
     ok = int((cells.status == "ok").sum())
@@ -244,6 +258,19 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
                 "title": TITLES.get(name, name),
                 "html": html_table(name, frame),
                 "notes": section_notes(analysis, name, frame),
+            }
+        )
+    operators = ops_render.report_ops_frame(analysis.results, analysis.results.path)
+    if operators is not None:  # docs/profiles.md: cells run with profile_steps
+        tables.append(
+            {
+                "title": "Operators of the profiled cells (top 5 a phase, per profiled step)",
+                "html": _plain_table(operators),
+                "notes": [
+                    "Times are under the profiler (inflated by its cost): compare operators "
+                    "with each other, never with the measured step (analyze --ops, "
+                    "compare --ops; docs/profiles.md)."
+                ],
             }
         )
     gate = None
