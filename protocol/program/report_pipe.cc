@@ -16,7 +16,15 @@ ReportPipe::ReportPipe() {
   read_fd_ = fds[0];
   write_fd_ = fds[1];
   ::fcntl(read_fd_, F_SETFL, ::fcntl(read_fd_, F_GETFL) | O_NONBLOCK);
+  // Note [Report pipe capacity]: the worker reads the pipe at each check of the running
+  // program (every 50 ms, Subprocess's poll slice), so a 64 KiB pipe blocked a program that
+  // wrote more than 1.3 MB/s of records inside its timed steps. kPipeBytes holds 1 MiB, a
+  // check's reading (program_run.cc): 20 MB/s. Where fs.pipe-max-size is lower the pipe keeps
+  // its size; nothing fails for it.
+  ::fcntl(write_fd_, F_SETPIPE_SZ, kPipeBytes);
 }
+
+int ReportPipe::capacity() const { return ::fcntl(read_fd_, F_GETPIPE_SZ); }
 
 ReportPipe::~ReportPipe() {
   close_write();

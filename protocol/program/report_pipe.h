@@ -15,7 +15,12 @@ class ReportPipe {
   ~ReportPipe();
   ReportPipe(const ReportPipe&) = delete;
   ReportPipe& operator=(const ReportPipe&) = delete;
+  /// What the pipe is made to hold (Note [Report pipe capacity] in report_pipe.cc).
+  static constexpr int kPipeBytes = 1 << 20;
+
   [[nodiscard]] int write_fd() const { return write_fd_; }
+  /// The bytes the pipe holds (F_GETPIPE_SZ): kPipeBytes, or less where the system refuses.
+  [[nodiscard]] int capacity() const;
   /// Closes this process's write end (once the child holds it), so that end of file means
   /// the program and everything it started closed theirs.
   void close_write();

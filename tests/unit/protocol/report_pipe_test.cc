@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <string>
 
 #include "protocol/program/program_report.h"
@@ -32,6 +33,24 @@ TEST(ProgramReportPipe, NeverReadsPastTheLimit) {
   buffer.clear();
   EXPECT_EQ(pipe.drain(buffer, 1 << 30), line.size() - 2 * limit + 3);  // the rest, then empty
   EXPECT_EQ(pipe.drain(buffer, 1 << 30), 0U);
+}
+
+TEST(ProgramReportPipe, HoldsWhatOneCheckReads) {
+  // Note [Report pipe capacity]: a program writing records faster than 64 KiB per 50 ms check
+  // must not block in its timed steps; the pipe holds 1 MiB where the system allows it.
+  ReportPipe pipe;
+  int allowed = 0;
+  if (FILE* limit = std::fopen("/proc/sys/fs/pipe-max-size", "r")) {
+    if (std::fscanf(limit, "%d", &allowed) != 1) allowed = 0;
+    std::fclose(limit);
+  }
+  if (allowed < ReportPipe::kPipeBytes) GTEST_SKIP() << "fs.pipe-max-size is " << allowed;
+  EXPECT_GE(pipe.capacity(), ReportPipe::kPipeBytes);
+  const std::string records(ReportPipe::kPipeBytes - 1, 'x');
+  const int write_fd = pipe.write_fd();
+  ::fcntl(write_fd, F_SETFL, ::fcntl(write_fd, F_GETFL) | O_NONBLOCK);
+  EXPECT_EQ(::write(write_fd, records.data(), records.size()),
+            static_cast<ssize_t>(records.size()));  // all of it, without blocking
 }
 
 }  // namespace
