@@ -40,6 +40,10 @@ std::string cause_of(const std::string& by) {
   if (by == "no_batches") return "its training dataloader has no batches";
   if (by == "max_steps") return "its max_steps is not {steps} (pass trainer.max_steps={steps})";
   if (by == "interrupted") return "it was interrupted";
+  if (by == "dataloader_end") {  // Note [Lightning evaluation loops]: an inference cell's loop
+    return "its dataloader ran out of batches (a dataset of fewer batches than {steps}, or a "
+           "limit_*_batches below it)";
+  }
   return "";
 }
 

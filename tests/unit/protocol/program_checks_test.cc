@@ -46,6 +46,13 @@ TEST(ProgramSteps, FewerStepsNameBothCountsAndTheCause) {
   ASSERT_TRUE(early);
   EXPECT_TRUE(has(*early, "~callbacks.early_stopping")) << *early;
 
+  // Note [Lightning evaluation loops]: an inference cell whose evaluation ran out of batches.
+  const auto evaluation =
+      steps_reason(1, 9, 5, "dataloader_end", "the test loop ran out of batches after 5");
+  ASSERT_TRUE(evaluation);
+  EXPECT_TRUE(has(*evaluation, "ended by dataloader_end, its dataloader ran out")) << *evaluation;
+  EXPECT_TRUE(has(*evaluation, "limit_*_batches")) << *evaluation;
+
   const auto unknown = steps_reason(5, 15, 12, "", "");
   ASSERT_TRUE(unknown);
   for (const char* cause : {"max_epochs", "limit_train_batches", "EarlyStopping", "dataset"}) {
