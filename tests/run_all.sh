@@ -222,7 +222,7 @@ run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framewor
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
   env "${unset_real_runs[@]}" SCALEBENCH_BUILD_DIR="$repo/build/release" \
-  "$python" -m pytest -q -rs tests/analysis
+  "$python" -m pytest -q -rs --durations=12 tests/analysis
 run_step ruff "ruff (analysis)" check_ruff
 run_step fuzz "fuzz (15 s per target)" tests/fuzz/run.sh 15
 if [[ "${SCALEBENCH_SKIP_SLURM:-0}" != 1 ]]; then

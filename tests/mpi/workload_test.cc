@@ -304,7 +304,9 @@ TEST(WorkloadMpi, IterationsAutoStopsEveryRankAtTheSameIteration) {
     // The same reason on every rank.
     const double index = static_cast<double>(reason - reasons.begin());
     EXPECT_EQ(group_sum(index), index * world_size()) << result.stop_reason;
-    if (result.stop_reason == "precise") EXPECT_LE(result.metrics.at("median_ci_rel"), 0.03);
+    if (result.stop_reason == "precise") {
+      EXPECT_LE(result.metrics.at("median_ci_rel"), 0.03);
+    }
   }
 }
 

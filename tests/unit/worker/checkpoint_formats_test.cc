@@ -15,6 +15,7 @@
 
 #include "common/base/build_info.h"
 #include "common/base/error.h"
+#include "common/cell/cell_spec.h"
 #include "worker/checkpoint.h"
 #include "worker/model_zoo.h"
 #include "worker/torch_save_reader.h"
@@ -35,21 +36,32 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-/// The fixtures of make_checkpoints.py, written once into a temporary folder.
+/// The fixtures of make_checkpoints.py, written once into a temporary folder named by the
+/// script's text and the Python: ctest runs every test of this suite as a process of its own,
+/// and each used to run the script again (about 10 s of importing torch each); the first
+/// process writes the folder (under a temporary name, renamed when complete) and the others
+/// read it. The tests only read the files.
 class CheckpointFormats : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (*build_info::kPython == '\0') return;
-    folder_ = new fs::path(fs::path(::testing::TempDir()) /
-                           ("scalebench_checkpoints_" + std::to_string(::getpid())));
-    const std::string command =
-        std::string("'") + build_info::kPython + "' '" +
-        (build_info::source_dir() / "tests/unit/worker/make_checkpoints.py").string() + "' '" +
-        folder_->string() + "'";
+    const fs::path script = build_info::source_dir() / "tests/unit/worker/make_checkpoints.py";
+    const std::string key = std::to_string(fnv1a64(read_text(script) + build_info::kPython));
+    folder_ = new fs::path(fs::path(::testing::TempDir()) / ("scalebench_checkpoints_" + key));
+    std::error_code error;
+    if (fs::is_regular_file(*folder_ / "expected.json", error)) {
+      made_ = true;
+      return;
+    }
+    const fs::path partial = folder_->string() + ".partial" + std::to_string(::getpid());
+    const std::string command = std::string("'") + build_info::kPython + "' '" + script.string() +
+                                "' '" + partial.string() + "'";
     made_ = std::system(command.c_str()) == 0;
+    fs::rename(partial, *folder_, error);  // another process's complete copy may be there
+    fs::remove_all(partial, error);
+    made_ = made_ && fs::is_regular_file(*folder_ / "expected.json", error);
   }
   static void TearDownTestSuite() {
-    if (folder_) fs::remove_all(*folder_);
     delete folder_;
     folder_ = nullptr;
   }
