@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -130,6 +132,28 @@ void commit_replace(const std::filesystem::path& file, const std::filesystem::pa
   fsync_path(directory_of(target), O_RDONLY | O_DIRECTORY);
 }
 
+namespace {
+
+/// Whether `pid` is a process that may still write: it exists and is not a zombie. A
+/// SIGKILLed run's rank 0 whose parent went with it is a zombie until init reaps it, which
+/// in a container can take long: kill(pid, 0) succeeds for it, and its temporary was kept
+/// (a stale `.tmp-<pid>` after the final --resume of orchestrator_faults_sigkill_resume).
+bool writer_may_be_alive(pid_t pid) {
+  if (pid == ::getpid()) return false;
+  if (::kill(pid, 0) != 0 && errno != EPERM) return false;
+  std::FILE* stat = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (stat == nullptr) return true;  // no /proc: trust kill()
+  std::array<char, 512> line{};
+  const bool read = std::fgets(line.data(), line.size(), stat) != nullptr;
+  std::fclose(stat);
+  const char* after_name = read ? std::strrchr(line.data(), ')') : nullptr;
+  if (after_name == nullptr || after_name[1] == '\0' || after_name[2] == '\0') return true;
+  const char state = after_name[2];  // "pid (comm) S ..."
+  return state != 'Z' && state != 'X';
+}
+
+}  // namespace
+
 int remove_stale_temps(const std::filesystem::path& target) {
   const std::string prefix = target.filename().string() + ".tmp-";
   std::error_code error;
@@ -142,8 +166,7 @@ int remove_stale_temps(const std::filesystem::path& target) {
       continue;
     }
     const auto pid = static_cast<pid_t>(std::strtol(pid_text.c_str(), nullptr, 10));
-    const bool other_live_process = pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM);
-    if (other_live_process) continue;
+    if (writer_may_be_alive(pid)) continue;
     if (std::filesystem::remove(entry.path(), error)) ++removed;
   }
   return removed;

@@ -374,9 +374,18 @@ TEST(ResultsStore, RemovesStaleTempFilesOfDeadProcesses) {
   const auto live = dir.path() / ("r.h5.tmp-" + std::to_string(getppid()));
   std::ofstream(stale) << "half-written";
   std::ofstream(live) << "another live writer";
+  // A killed writer that nobody reaped yet (a zombie: kill(pid, 0) still succeeds) is dead.
+  const pid_t zombie = fork();
+  if (zombie == 0) _exit(0);
+  const auto of_zombie = dir.path() / ("r.h5.tmp-" + std::to_string(zombie));
+  std::ofstream(of_zombie) << "half-written by a SIGKILLed rank 0";
+  siginfo_t exited{};
+  ASSERT_EQ(0, waitid(P_PID, static_cast<id_t>(zombie), &exited, WEXITED | WNOWAIT));
   ResultsStore::open_for_resume(path, kHash);
   EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_FALSE(std::filesystem::exists(of_zombie));
   EXPECT_TRUE(std::filesystem::exists(live));
+  ASSERT_EQ(zombie, waitpid(zombie, nullptr, 0));
 }
 
 TEST(Hdf5Check, ThrowsWithHdf5StackAndExpression) {
