@@ -217,6 +217,34 @@ model.fit(x, y, batch_size=8, epochs=1, callbacks=[sbk.callback()], verbose=0)
 """
 
 
+def _program_records(tmp_path, python: str, script: str, args: list, mode: str, **extra) -> list:
+    """The report records of `script` run by `python` as a program cell of `mode` would run
+    it (the report channel a worker opens, the client from this tree), after it exited 0."""
+    import json
+    import subprocess
+
+    path = tmp_path / "program.py"
+    path.write_text(script)
+    read, write = os.pipe()
+    client = os.path.join(os.path.dirname(__file__), "..", "..", "protocol", "client")
+    env = dict(
+        os.environ,
+        SCALEBENCH_REPORT_FD=str(write),
+        SCALEBENCH_MODE=mode,
+        SCALEBENCH_WARMUP="1",
+        PYTHONPATH=os.path.abspath(client),
+        **extra,
+    )
+    done = subprocess.run(
+        [python, str(path), *args], env=env, pass_fds=(write,), capture_output=True, timeout=600
+    )
+    os.close(write)
+    with os.fdopen(read) as channel:
+        records = [json.loads(line) for line in channel if line.strip()]
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return records
+
+
 def _tensorflow_python() -> str:
     """A Python with TensorFlow (SCALEBENCH_TF_PYTHON, else the frameworks' environment),
     or skip: CI runs Keras 3 on JAX and installs no TensorFlow."""
@@ -240,29 +268,9 @@ def _tensorflow_python() -> str:
 def test_tf_keras_reports_each_batch_where_tensorflow_is_installed(tmp_path):
     """The Keras adapter with tf.keras (TensorFlow's Keras), on the report channel a worker
     opens: one step record per batch of fit, each with its data and train_step phases."""
-    import json
-    import subprocess
-
-    python = _tensorflow_python()
-    script = tmp_path / "train.py"
-    script.write_text(_TF_KERAS_SCRIPT)
-    read, write = os.pipe()
-    client = os.path.join(os.path.dirname(__file__), "..", "..", "protocol", "client")
-    env = dict(
-        os.environ,
-        SCALEBENCH_REPORT_FD=str(write),
-        SCALEBENCH_MODE="train",
-        SCALEBENCH_WARMUP="1",
-        PYTHONPATH=os.path.abspath(client),
-        TF_CPP_MIN_LOG_LEVEL="3",
+    records = _program_records(
+        tmp_path, _tensorflow_python(), _TF_KERAS_SCRIPT, [], "train", TF_CPP_MIN_LOG_LEVEL="3"
     )
-    done = subprocess.run(
-        [python, str(script)], env=env, pass_fds=(write,), capture_output=True, timeout=600
-    )
-    os.close(write)
-    with os.fdopen(read) as channel:
-        records = [json.loads(line) for line in channel if line.strip()]
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
     steps = [r for r in records if r["type"] == "step"]
     assert len(steps) == 64 // 8, records
     assert all(set(s["phases"]) == {"data", "train_step"} for s in steps[1:]), steps
@@ -317,35 +325,11 @@ def _lightning_python() -> str:
 
 
 def _lightning_eval_records(tmp_path, loops: list, mode: str) -> list:
-    """The report records of the evaluation script run as a program cell of `mode` would be
-    (the client's entry point adds the callback; the script names no scalebench)."""
-    import json
-    import subprocess
-
-    script = tmp_path / "evaluate.py"
-    script.write_text(_LIGHTNING_EVAL_SCRIPT)
-    read, write = os.pipe()
-    client = os.path.join(os.path.dirname(__file__), "..", "..", "protocol", "client")
-    env = dict(
-        os.environ,
-        SCALEBENCH_REPORT_FD=str(write),
-        SCALEBENCH_MODE=mode,
-        SCALEBENCH_WARMUP="1",
-        PYTHONPATH=os.path.abspath(client),
-        PYTHONWARNINGS="ignore",
+    """The records of the evaluation script run as a program cell of `mode` would be (the
+    client's entry point adds the callback; the script names no scalebench)."""
+    return _program_records(
+        tmp_path, _lightning_python(), _LIGHTNING_EVAL_SCRIPT, loops, mode, PYTHONWARNINGS="ignore"
     )
-    done = subprocess.run(
-        [_lightning_python(), str(script), *loops],
-        env=env,
-        pass_fds=(write,),
-        capture_output=True,
-        timeout=600,
-    )
-    os.close(write)
-    with os.fdopen(read) as channel:
-        records = [json.loads(line) for line in channel if line.strip()]
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    return records
 
 
 def test_lightning_evaluation_loops_report_each_batch_of_an_inference_cell(tmp_path):
