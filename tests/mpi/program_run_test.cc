@@ -167,7 +167,9 @@ TEST(ProgramRun, ProgramsAreCellsWithTheirOwnPhasesAndFailuresAreRecorded) {
     if (experiment != "ddp") {
       EXPECT_EQ(timings.phases, std::vector<std::string>{"step"});
       EXPECT_EQ(timings.dims[1], 1U);  // one measurement: the wall time
-      if (experiment == "plain") EXPECT_GE(timings.at(0, 0, "step"), 0.3);
+      if (experiment == "plain") {
+        EXPECT_GE(timings.at(0, 0, "step"), 0.3);
+      }
       continue;
     }
     // Note [Stored program environment]: PYTHONPATH holds a path, so its value is stored.
@@ -195,7 +197,7 @@ TEST(ProgramRun, ProgramsAreCellsWithTheirOwnPhasesAndFailuresAreRecorded) {
   }
 }
 
-/// A program whose resident set grows by 8 MiB per sample of its batch, held through each
+/// A program whose resident set grows by 32 MiB per sample of its batch, held through each
 /// step for longer than the worker's 50 ms memory check; plain Python with the client.
 constexpr const char* kMemoryProgram = R"(import sys, time
 import scalebench_client as sb
@@ -205,7 +207,7 @@ for _ in range(warmup + steps):
     with sb.step():
         with sb.phase("compute"):
             held = None
-            held = b"\x01" * (batch * (8 << 20))
+            held = b"\x01" * (batch * (32 << 20))
             time.sleep(0.06)
 sb.memory()
 )";
@@ -217,8 +219,10 @@ TEST(ProgramRun, BatchAutoFindsTheBoundaryOfDirectRunsUnderTheSameBudget) {
   if (world_rank() == 0) std::ofstream(script) << kMemoryProgram;
   MPI_Barrier(MPI_COMM_WORLD);
   const std::string client = (fs::path(build_info::source_dir()) / "protocol/client").string();
-  // About 11.5 MiB of interpreter + 8 MiB per sample: batch 10 needs ~92 MiB, 11 ~100 MiB;
-  // the budget of 95 MiB lies between them with a few MiB to spare on either side.
+  // The interpreter's own resident set (11 to 16 MiB seen, by the venv) + 32 MiB per sample:
+  // batch 10 needs ~335 MiB, 11 ~367 MiB; the budget of 350 MiB lies between them, so the
+  // boundary does not depend on the interpreter's size within 0 to 30 MiB (issue 43: with 8
+  // MiB a sample and 95 MiB, a fresh clone's venv put batch 10 at 95 MiB, over the budget).
   const std::string program = std::string("    program:\n") +
                               "      python: " + build_info::kPython +
                               "\n"
@@ -229,7 +233,7 @@ TEST(ProgramRun, BatchAutoFindsTheBoundaryOfDirectRunsUnderTheSameBudget) {
                               client + "}\n";
   const std::string matrix =
       "name: program-batch-auto\n"
-      "defaults: {device: cpu, warmup: 1, iterations: 2, timeout_s: 120, memory_limit_mb: 95,\n"
+      "defaults: {device: cpu, warmup: 1, iterations: 2, timeout_s: 120, memory_limit_mb: 350,\n"
       "           probe_iterations: 2, safety_margin: 0}\n"
       "sweep: {modes: [train]}\n"
       "experiments:\n"
@@ -256,7 +260,7 @@ TEST(ProgramRun, BatchAutoFindsTheBoundaryOfDirectRunsUnderTheSameBudget) {
         continue;
       }
       EXPECT_EQ(cell.at("status"), "oom");
-      EXPECT_NE(cell.at("reason").get<std::string>().find("over the memory budget of 95 MiB"),
+      EXPECT_NE(cell.at("reason").get<std::string>().find("over the memory budget of 350 MiB"),
                 std::string::npos)
           << cell.at("reason");
       continue;

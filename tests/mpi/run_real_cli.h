@@ -13,7 +13,9 @@
 
 #include "orchestrator/cli.h"
 #include "protocol/program/program_cell.h"
+#include "worker/aoti_model.h"
 #include "worker/collective_probe.h"
+#include "worker/compiled_twin.h"
 #include "worker/self_test.h"
 #include "worker/torch_cell_runner.h"
 #include "worker/versions.h"
@@ -27,7 +29,9 @@ inline int run_real_scalebench(std::vector<std::string> args) {
   argv.reserve(args.size());
   for (auto& arg : args) argv.push_back(arg.data());
   const auto make_runner = [] { return with_program_cells(make_torch_cell_runner()); };
-  const WorkerFactory worker{make_runner, library_versions, make_collective_probe, make_self_test};
+  // As app/main.cc wires it, so that the tests run what a user's scalebench runs.
+  const WorkerFactory worker{make_runner,    library_versions, make_collective_probe,
+                             make_self_test, aoti_available,   write_zoo_state};
   return run_cli(static_cast<int>(argv.size()), argv.data(), worker);
 }
 
