@@ -173,7 +173,9 @@ TEST(BatchAutoMpi, TheRecommendedBatchIsRefinedInsideTheMargin) {
   const auto chosen = static_cast<int64_t>(searched.metrics.at("batch_size"));
   EXPECT_EQ(chosen, figures.recommended_batch);
   for (const auto& p : searched.probes) {
-    if (p.batch == chosen) EXPECT_LE(p.peak_memory_bytes, 0.9 * budget);
+    if (p.batch == chosen) {
+      EXPECT_LE(p.peak_memory_bytes, 0.9 * budget);
+    }
   }
 }
 

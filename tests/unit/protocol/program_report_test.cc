@@ -47,7 +47,7 @@ TEST(ProgramReport, NoStepsIsOneMeasurementOfTheWallTime) {
 }
 
 TEST(ProgramReport, MalformedRecordsAreRefusedWithTheLine) {
-  for (const std::string line :
+  for (const std::string& line :
        {std::string("not json"), std::string(R"({"type":"step"})"),
         std::string(R"({"v":2,"type":"hello"})"), std::string(R"({"v":1,"type":"nope"})"),
         std::string(R"({"v":1,"type":"step","begin_ns":2,"end_ns":1})"),
