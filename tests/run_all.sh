@@ -71,7 +71,7 @@ check_format() { cpp_sources | xargs clang-format --dry-run --Werror; }
 # (tests/tidy_todo.py). It is not checked again until one of those changes.
 # A header every file includes changes every key: a cold check of all ~150 files takes 30 to 40
 # minutes on 2 cores, most of CI's 90. So the step has a budget, SCALEBENCH_TIDY_BUDGET_S
-# (default 600 s; 0: none): the files outside worker/ (seconds each) go first, then the
+# (default 300 s; 0: none): the files outside worker/ (seconds each) go first, then the
 # worker's Torch files in a random order; a file not started within the budget is listed as not
 # checked (no stamp: a later run takes it), and the step fails only on a finding. The whole
 # check is `SCALEBENCH_TIDY_BUDGET_S=0 tests/run_all.sh "$PWD" .venv/bin/python tidy`
@@ -91,7 +91,7 @@ check_tidy() {
   todo=$("$python" tests/tidy_todo.py build/release "$dir" "$stamps")
   echo "clang-tidy: $(printf '%s' "$todo" | grep -c .) file(s) to check (the others passed unchanged)"
   [[ -z $todo ]] && return 0
-  local budget="${SCALEBENCH_TIDY_BUDGET_S:-600}" deadline=0
+  local budget="${SCALEBENCH_TIDY_BUDGET_S:-300}" deadline=0
   ((budget > 0)) && deadline=$(($(date +%s) + budget))
   rm -f "$dir"/*.skipped
   # $0 the database's folder, $1 the stamps, $2 the deadline (0: none), $3 key, $4 file.
