@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <new>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/base/error.h"
 #include "common/base/logging.h"
@@ -119,6 +123,18 @@ double test_budget_or(double budget, int world_rank) {
   return g_test_budget_rank.load() == world_rank ? g_test_budget_bytes.load() : budget;
 }
 
+/// A probe's timed loop: the workload's own counts (no `iterations: auto`), no power meter.
+LoopOptions probe_loop(const torch::Device& device, MPI_Comm group,
+                       std::chrono::steady_clock::time_point deadline,
+                       std::function<void(const char*, int64_t, int64_t)> on_iteration) {
+  LoopOptions options;
+  options.device = device;
+  options.group = group;
+  options.deadline = deadline;
+  options.on_iteration = std::move(on_iteration);
+  return options;
+}
+
 }  // namespace
 
 void set_memory_budget_for_testing(int world_rank, double budget_bytes) {
@@ -160,7 +176,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       const LocalProbe alone = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe&) {
         auto workload =
             make_workload(probe_assignment(assignment, batch, 0), device, MPI_COMM_SELF);
-        run_timed_loop(*workload, {.device = device, .group = MPI_COMM_SELF, .deadline = deadline});
+        run_timed_loop(*workload, probe_loop(device, MPI_COMM_SELF, deadline, {}));
       });
       const GroupOutcome lone = reduce_probe(alone, batch, world, group);
       if (lone.failed || lone.probe.status != ProbeStatus::kOk) {
@@ -184,7 +200,7 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
           make_workload(probe_assignment(assignment, batch, cell.probe_iterations), device, group);
       workload->connect();
       const LoopResult loop =
-          run_timed_loop(*workload, {device, group, deadline, nullptr, report_probe});
+          run_timed_loop(*workload, probe_loop(device, group, deadline, report_probe));
       loop_statistics(loop, *workload, probe);
     });
     const GroupOutcome reduced = reduce_probe(local, batch, world, group);
