@@ -65,13 +65,20 @@ std::optional<ProcStat> parse_proc_stat(std::string_view stat_text) {
   const size_t close = stat_text.rfind(')');
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view rest = stat_text.substr(close + 1);
-  next_field(rest);  // state
+  const std::string_view state = next_field(rest);
   next_field(rest);  // ppid
   const auto group = parse_integer<pid_t>(next_field(rest));
   for (int skipped = 0; skipped < 18; ++skipped) next_field(rest);  // session .. vsize
   const auto rss = parse_integer<int64_t>(next_field(rest));
   if (!group || !rss) return std::nullopt;
-  return ProcStat{*group, *rss};
+  return ProcStat{*group, *rss, state.empty() ? '?' : state.front()};
+}
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_proc_stat(text);
 }
 
 int64_t process_group_rss_bytes(pid_t group) {

@@ -22,13 +22,19 @@ std::optional<int64_t> mem_available_bytes();
 /// memory budget of batch_size auto on CPU; 0 when MemAvailable cannot be read.
 double available_memory_share_bytes(int workers);
 
-/// The process group and resident set (pages) of a /proc/<pid>/stat text; nullopt when it
-/// is not one (the command name, in parentheses, may hold spaces and parentheses).
+/// The process group, resident set (pages) and state of a /proc/<pid>/stat text; nullopt
+/// when it is not one (the command name, in parentheses, may hold spaces and parentheses).
 struct ProcStat {
   pid_t process_group = 0;
   int64_t rss_pages = 0;
+  char state = '?';  ///< 'R', 'S', ...; 'Z' a zombie, 'X' dead
+  /// Not a zombie or dead: the process can still run (and write).
+  [[nodiscard]] bool live() const { return state != 'Z' && state != 'X'; }
 };
 std::optional<ProcStat> parse_proc_stat(std::string_view stat_text);
+
+/// parse_proc_stat of /proc/<pid>/stat; nullopt when it cannot be read (no such process).
+std::optional<ProcStat> read_proc_stat(pid_t pid);
 
 /// The sum of the resident sets of the live processes of process group `group`, bytes (0
 /// when none). Reads /proc/<pid>/stat of every process, a few hundred microseconds on a node

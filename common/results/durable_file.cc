@@ -6,10 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "common/base/error.h"
+#include "common/base/process_memory.h"
 
 namespace scalebench::durable {
 namespace {
@@ -141,15 +140,8 @@ namespace {
 bool writer_may_be_alive(pid_t pid) {
   if (pid == ::getpid()) return false;
   if (::kill(pid, 0) != 0 && errno != EPERM) return false;
-  std::FILE* stat = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
-  if (stat == nullptr) return true;  // no /proc: trust kill()
-  std::array<char, 512> line{};
-  const bool read = std::fgets(line.data(), line.size(), stat) != nullptr;
-  std::fclose(stat);
-  const char* after_name = read ? std::strrchr(line.data(), ')') : nullptr;
-  if (after_name == nullptr || after_name[1] == '\0' || after_name[2] == '\0') return true;
-  const char state = after_name[2];  // "pid (comm) S ..."
-  return state != 'Z' && state != 'X';
+  const auto stat = read_proc_stat(pid);
+  return !stat || stat->live();  // unreadable: trust kill()
 }
 
 }  // namespace

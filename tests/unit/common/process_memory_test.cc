@@ -29,6 +29,14 @@ TEST(ProcessMemory, ProcStatParsesACommandNameWithSpacesAndParentheses) {
   ASSERT_TRUE(stat.has_value());
   EXPECT_EQ(stat->process_group, 4240);
   EXPECT_EQ(stat->rss_pages, 2560);
+  EXPECT_EQ(stat->state, 'S');
+  EXPECT_TRUE(stat->live());
+  const auto zombie = parse_proc_stat(
+      "4243 (x) Z 1 4240 4240 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 12345 "
+      "0 0 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0");
+  ASSERT_TRUE(zombie.has_value());
+  EXPECT_FALSE(zombie->live());
+  EXPECT_EQ(read_proc_stat(::getpid()).value_or(ProcStat{}).state, 'R');  // this test, running
   EXPECT_FALSE(parse_proc_stat("no parenthesis").has_value());
   EXPECT_FALSE(parse_proc_stat("1 (x) S 1").has_value());
 }
