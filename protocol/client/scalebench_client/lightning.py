@@ -191,6 +191,7 @@ def make_phase_profiler(inner, evaluation: bool = False):
             self.batches = 0  # evaluation batches reported
 
         def _now(self) -> int:
+            """Now, after the device when SCALEBENCH_SYNC_PHASES=1: every phase boundary."""
             if self.sync:
                 sb._synchronize()
             return _monotonic_ns()
@@ -230,9 +231,7 @@ def make_phase_profiler(inner, evaluation: bool = False):
                 return
             phase = _phase_of(action_name)
             if phase is not None or action_name == _BATCH_ACTION:
-                if self.sync:
-                    sb._synchronize()
-                now = _monotonic_ns()
+                now = self._now()
                 if self.step is None and (
                     phase == "data" or action_name == _BATCH_ACTION
                 ):
@@ -250,9 +249,7 @@ def make_phase_profiler(inner, evaluation: bool = False):
             phase = _phase_of(action_name)
             if self.step is None or (phase is None and action_name != _BATCH_ACTION):
                 return
-            if self.sync:
-                sb._synchronize()
-            now = _monotonic_ns()
+            now = self._now()
             if phase is not None:
                 self.step.stop(phase, now)
             if action_name == _BATCH_ACTION:
