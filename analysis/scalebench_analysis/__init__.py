@@ -24,6 +24,7 @@ from .tables.compare import (
 )
 from .tables.probe import Probe, is_probe_file, load_probe
 from .tables.quality import QualityOptions, straggler_table, trust_table
+from .tables.straggler_nodes import straggler_node_table
 
 __version__ = "0.1.0"
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "regression_table",
     "speedup_between_files",
     "speedup_in_file",
+    "straggler_node_table",
     "straggler_table",
     "trust_table",
 ]

@@ -126,7 +126,8 @@ def _noise(rng, shape, sigma):
 
 def train_timings(rng, batch, world, per_sample_s, sigma=0.02, straggler=None, drift=0.0):
     """(world, WARMUP+MEASURED, phases) seconds of a DDP step; the slowest rank's compute
-    sets everyone's step: faster ranks wait in comm_wait."""
+    sets everyone's step: faster ranks wait in comm_wait. `straggler`: a rank, or a list of
+    ranks, computing 30 % slower."""
     iterations = WARMUP + MEASURED
     compute = (0.002 + batch * per_sample_s) * _noise(rng, (world, iterations), sigma)
     compute[:, :WARMUP] *= 3.0
@@ -441,9 +442,11 @@ def _write_cell(
     reason="",
     layout=None,
     auto=None,
+    hosts=None,
 ):
     """One cell group; `auto` (AutoCell) for a `batch_size: auto` cell: its probes, and the
-    per-rank metrics of the search (`batch_size`, `memory_budget_bytes`, `batch_search_s`)."""
+    per-rank metrics of the search (`batch_size`, `memory_budget_bytes`, `batch_search_s`).
+    `hosts`: each rank's host (default: two ranks a node, node0, node0, node1, ...)."""
     g = cells.create_group(spec["cell_id"])
     g.attrs["spec"] = json.dumps(spec)
     for key in ("branch", "commit", "experiment", "mode", "precision", "device", "backend"):
@@ -504,9 +507,8 @@ def _write_cell(
         write_probes(g, auto.probes, auto.status, auto.times)
     m = g.create_dataset("rank_metrics", data=metrics)
     m.attrs["names"] = json.dumps(names)
-    g.create_dataset(
-        "rank_hosts", data=[f"node{r // 2}" for r in range(world)], dtype=h5py.string_dtype("utf-8")
-    )
+    hosts = list(hosts) if hosts is not None else [f"node{r // 2}" for r in range(world)]
+    g.create_dataset("rank_hosts", data=hosts, dtype=h5py.string_dtype("utf-8"))
     g.create_dataset("rank_devices", data=["cpu"] * world, dtype=h5py.string_dtype("utf-8"))
     write_summary(g)
 
@@ -891,6 +893,25 @@ def write_results(path, seed: int = 20240601, repetitions: bool = False) -> str:
     if repetitions:
         add_repetitions(path)
     return str(path)
+
+
+def add_multinode_cell(path, hosts, slow_ranks=(), batch: int = 16, seed: int = 41) -> str:
+    """Adds to the file at `path` an ok training cell of len(hosts) ranks (experiment
+    `mlp-nodes`, per-rank `batch`) whose rank r ran on hosts[r] and whose `slow_ranks`
+    compute 30 % slower (train_timings' straggler); returns its cell id. The root attribute
+    `hosts` gains the new hosts."""
+    rng = np.random.default_rng(seed)
+    world = len(hosts)
+    spec = make_spec("main", "train", batch, world, experiment="mlp-nodes")
+    timings = train_timings(rng, batch, world, 0.001, straggler=list(slow_ranks) or None)
+    with h5py.File(path, "r+") as f:
+        cells = f["cells"]
+        _write_cell(cells, spec, "ok", rng, timings, [WARMUP + MEASURED] * world, hosts=hosts)
+        f.attrs["cell_count"] = np.int64(len(cells))
+        known = json.loads(_text_attr(f, "hosts"))
+        f.attrs["hosts"] = json.dumps(known + [h for h in dict.fromkeys(hosts) if h not in known])
+        fix_strings(f)
+    return spec["cell_id"]
 
 
 def splitmix64(state: int) -> tuple[int, int]:

@@ -11,7 +11,9 @@ Scenarios (--scenario, or all):
   spans      a built-in DDP cell (MPI allreduce) and a gloo program cell of world size 4 span
              both nodes and complete; a world-2 built-in cell stays on one node; the file
              stores each rank's host; each program saw torchrun's variables of its node
-             (NODE_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE = 2, MASTER_ADDR = nodea).
+             (NODE_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE = 2, MASTER_ADDR = nodea). The
+             analysis' straggler_nodes table of the file has, for each world-4 cell,
+             one row per node with the ranks the file places on it.
   node_kill  every process of nodeb (its orted, ranks, supervisors, programs) SIGKILLed while
              a world-4 program cell runs: the job ends, nodea keeps no process of the cell
              (and no cell folder), and `--resume` completes the cell (sweeping nodeb's
@@ -276,6 +278,43 @@ def scenario_spans(cluster: Cluster) -> None:
     if set(seen) != {("ddp", 2), ("ddp", 4), ("program", 4)}:
         raise Failure(f"cells run: {sorted(seen)}")
     print("; ".join(f"{k} world {w}: {h}" for (k, w), h in sorted(seen.items())))
+    check_straggler_nodes(cluster, out, [h for (_, w), h in seen.items() if w == 4])
+
+
+def check_straggler_nodes(cluster: Cluster, out: Path, spanning: list) -> None:
+    """The analysis' by-node table of a real two-node file: one row per node of each cell
+    that spans both (and none for the one-node cell), with the ranks the file places there.
+    Whether a node is flagged depends on this machine's load: printed, not checked."""
+    sys.path.insert(0, str(Path(cluster.args.source) / "analysis"))
+    import scalebench_analysis as sa
+    from scalebench_analysis.tables.straggler_nodes import rank_ranges
+
+    table = sa.analyze(str(out)).sections.get("straggler_nodes")
+    if table is None:
+        raise Failure("no straggler_nodes table for a file whose cells span two nodes")
+    got = sorted(
+        tuple(sorted(zip(rows.host, rows.ranks)))
+        for _, rows in table.groupby("cell_id")
+    )
+    want = sorted(
+        tuple(
+            sorted(
+                (node, rank_ranges(r for r, h in enumerate(hosts) if h == node))
+                for node in set(hosts)
+            )
+        )
+        for hosts in spanning
+    )
+    if got != want:
+        raise Failure(f"straggler_nodes rows {got}, the file's hosts give {want}")
+    print(
+        "straggler_nodes: "
+        + "; ".join(
+            f"{r.host} ranks {r.ranks} busy {r.median_busy_s * 1e3:.2f} ms "
+            f"({r.slowdown:+.0%}{', straggler' if r.straggler else ''})"
+            for r in table.itertuples()
+        )
+    )
 
 
 def scenario_node_kill(cluster: Cluster) -> None:

@@ -86,6 +86,7 @@ DROP_ORDER = {
         "speedup",
     ),
     "stragglers": ("straggler", "median_busy_s"),
+    "straggler_nodes": ("straggler", "straggler_ranks", "median_busy_s", "ranks"),
     "startup": ("data_open_s", "compile_s", "steady_step_s", "startup_s", "model"),
     "mfu": ("flops_per_sample", "precision_used", "peak_tflops", "device"),
     "accuracy": (
@@ -121,6 +122,7 @@ DROP_ORDER = {
 #: Columns never dropped (steps 2 and 4): a row's name.
 _LABELS = (
     "label",
+    "host",
     "study",
     "change",
     "recommendation",

@@ -27,6 +27,8 @@ TITLES = {
     "repetitions": "Repetitions: median over the ok repetitions with its 95% bootstrap interval "
     "(DISAGREE: they span more than 10%; docs/repetitions.md)",
     "stragglers": "Straggler ranks",
+    "straggler_nodes": "Straggler nodes (cells on 2+ hosts): per host, the low median of its "
+    "ranks' busy times; slowdown over the fastest host, excess over the other hosts' median",
     "startup": "Start-up: seconds before the measured steps (median over ranks; startup_s: "
     "a program's launch to its first step)",
     "accuracy": (
@@ -73,6 +75,8 @@ _HIDDEN = {
     "repetitions",
     "remedy",
 }
+#: Per table: columns of _HIDDEN that it shows (a node's host is its label).
+_SHOWN = {"straggler_nodes": {"host"}}
 #: The cells table's full statistics (tables/analysis.py STATISTICS): CSV and JSON only.
 _HIDDEN_CELLS = set(STATISTICS)
 # these tables have no label column
@@ -81,7 +85,7 @@ _KEEP_IDENTITY = {"scaling", "batch", "ablation", "cumulative", "recommendations
 _ABLATION_NUMBERS = {"median_ms", "speedup", "axis", "step"}
 _RATIO = ("efficiency", "speedup", "ratio", "ci_low", "ci_high")
 _PERCENT = ("cv", "comm_share")
-_SIGNED_PERCENT = ("drift", "change", "excess")
+_SIGNED_PERCENT = ("drift", "change", "excess", "slowdown")
 _INTEGER = (
     "batch",
     "max_batch",
@@ -91,6 +95,7 @@ _INTEGER = (
     "n_new",
     "rank",
     "untrusted_ok_cells",
+    "_ranks",
 )
 #: Figures of the accuracy table: small relative errors, similarities close to 1, decibels.
 _ACCURACY_FORMATS = {
@@ -132,16 +137,24 @@ def _format_value(column: str, value) -> str:
     return f"{value:.2f}"
 
 
+def shown_rows(name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows a person is shown (console, Markdown, HTML; CSV and JSON have every row):
+    the stragglers alone (ranks and nodes), the phases that changed."""
+    if name in ("stragglers", "straggler_nodes"):
+        return frame[frame.straggler.astype(bool)]
+    if name == "phases":
+        return frame[frame.changed.astype(bool)]
+    return frame
+
+
 def display_frame(name: str, frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with machine-only columns dropped and every value formatted as text (the
-    Repetitions table: repetitions_text.display_table)."""
+    """`frame`'s shown_rows with machine-only columns dropped and every value formatted as
+    text (the Repetitions table: repetitions_text.display_table)."""
     if name == "repetitions":
         return repetitions_text.display_table(frame)
     hidden = _HIDDEN - (set(IDENTITY_COLUMNS) if name in _KEEP_IDENTITY else set())
-    if name == "stragglers":
-        frame = frame[frame.straggler]
-    if name == "phases":
-        frame = frame[frame.changed.astype(bool)]
+    hidden = hidden - _SHOWN.get(name, set())
+    frame = shown_rows(name, frame)
     if name in ("ablation", "cumulative"):
         hidden = hidden | _ABLATION_NUMBERS
     if name == "cells":
@@ -179,7 +192,8 @@ def _notes(analysis: Analysis) -> list[str]:
 
 def section_notes(analysis: Analysis, name: str, frame: pd.DataFrame) -> list[str]:
     """The lines printed under a table: why cells are untrusted, failed or failed their
-    accuracy (cells); accuracy verdicts that changed between the files (regressions)."""
+    accuracy (cells); accuracy verdicts that changed between the files (regressions); where
+    every host's row is (straggler_nodes, which shows the straggler nodes alone)."""
     if name == "cells":
         return _notes(analysis)
     if name == "regressions":
@@ -188,13 +202,21 @@ def section_notes(analysis: Analysis, name: str, frame: pd.DataFrame) -> list[st
         return pairs.verdict_notes(frame)
     if name == "repetitions":
         return repetitions_text.notes(frame)
+    if name == "straggler_nodes":
+        return [
+            f"{frame.cell_id.nunique()} cells span 2+ hosts; every host's row: --format csv "
+            "--table straggler_nodes"
+        ]
     return []
 
 
 def _empty_text(name: str) -> str:
-    if name == "phases":
-        return "no phase changed"
-    return "no straggler rank" if name == "stragglers" else "(none)"
+    """The text of a table none of whose rows is shown."""
+    return {
+        "phases": "no phase changed",
+        "stragglers": "no straggler rank",
+        "straggler_nodes": "no straggler node",
+    }.get(name, "(none)")
 
 
 #: The sections `analyze` prints without --details (Note [Console width] fits them): the

@@ -14,7 +14,7 @@ from . import ops_render
 from .batch_plots import BATCH_PLOTS
 from .figures import figure_png
 from .plots import PLOTS, REPETITION_PLOTS
-from .render import TITLES, display_frame, section_notes
+from .render import TITLES, display_frame, section_notes, shown_rows
 
 _TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -155,10 +155,7 @@ def _row_classes(name: str, frame) -> list[str]:
 
 def html_table(name: str, frame) -> str:
     shown = display_frame(name, frame)
-    source = frame[frame.straggler] if name == "stragglers" else frame
-    if name == "phases":  # the changed phases, as display_frame shows them
-        source = frame[frame.changed.astype(bool)]
-    classes = _row_classes(name, source)
+    classes = _row_classes(name, shown_rows(name, frame))  # the rows display_frame shows
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
     body = []
     for css, row in zip(classes, shown.itertuples(index=False)):
@@ -197,6 +194,10 @@ def _cards(analysis: Analysis) -> list[dict]:
         {"name": "untrusted", "value": untrusted, "kind": "bad" if untrusted else ""},
         {"name": "straggler ranks", "value": stragglers, "kind": "bad" if stragglers else ""},
     ]
+    nodes = analysis.sections.get("straggler_nodes")  # only when a cell spans 2+ hosts
+    if nodes is not None:
+        n = int(nodes.straggler.sum())
+        cards.append({"name": "straggler nodes", "value": n, "kind": "bad" if n else "good"})
     checked = analysis.sections.get("accuracy")
     if checked is not None:
         n = int((checked.verdict != "passed").sum())

@@ -8,7 +8,18 @@ import numpy as np
 import pandas as pd
 
 from ..read.loader import Results, load
-from . import ablation, accuracy, batch, compare, mfu, quality, repetitions, scaling, startup
+from . import (
+    ablation,
+    accuracy,
+    batch,
+    compare,
+    mfu,
+    quality,
+    repetitions,
+    scaling,
+    startup,
+    straggler_nodes,
+)
 
 
 @dataclass(frozen=True)
@@ -27,7 +38,8 @@ class Analysis:
     """Every table of one results file. `sections` is ordered: overview, cells,
     repetitions (only when the file has `/series`: repetitions.repetitions_table), scaling,
     batch, batch_study and batch_curve (only when the file has a batch study: an auto
-    cell or a listed-batch group, batch.py Note [Batch study]), stragglers, startup (cells
+    cell or a listed-batch group, batch.py Note [Batch study]), stragglers, straggler_nodes
+    (only when a cell's ranks ran on 2+ hosts: straggler_nodes.py), startup (cells
     with start-up figures: startup.py), mfu (cells whose model FLOPs are known: mfu.py),
     accuracy
     (only when a cell has an accuracy group), then the ablation tables and speedup /
@@ -189,7 +201,11 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
     if len(out.batch_studies):
         out.sections["batch_study"] = out.batch_studies
         out.sections["batch_curve"] = out.batch_curve
-    out.sections["stragglers"] = quality.straggler_table(results, options.quality)
+    ranks = quality.straggler_table(results, options.quality)
+    out.sections["stragglers"] = ranks
+    nodes = straggler_nodes.straggler_node_table(ranks, options.quality.straggler_threshold)
+    if len(nodes):
+        out.sections["straggler_nodes"] = nodes
     if len(started):
         out.sections["startup"] = started
     utilisation = mfu.mfu_table(results, mfu.load_peaks(options.peak_flops))

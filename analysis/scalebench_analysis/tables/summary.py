@@ -11,6 +11,7 @@ figure of its own):
 * the cells that failed, by status, with the first reason;
 * the untrusted cells with what would fix them (the reasons of quality.py mapped to a
   remedy: more iterations or repetitions for noise, more warm-up for drift);
+* the straggler nodes of multi-node cells (straggler_nodes.py), by host;
 * what to run next for the plots: ``scalebench report`` (the console's one name for it;
   the HTML report, which is that command's output, leaves the line out).
 """
@@ -22,6 +23,7 @@ import math
 import pandas as pd
 
 from ..read.keys import GROUP_COLUMNS
+from .straggler_nodes import summary_line as straggler_nodes_line
 
 #: Untrusted-reason fragment (quality.py) -> what to do about it.
 _REMEDIES = (
@@ -146,6 +148,9 @@ def summary_lines(analysis, next_step: bool = True) -> list[str]:
             f"{len(untrusted)} untrusted cells: "
             + ("; ".join(remedies) or "see the cells table's notes")
         )
+    nodes = straggler_nodes_line(analysis.sections.get("straggler_nodes"))
+    if nodes:
+        lines.append(nodes)
     if next_step and analysis.results.path:
         lines.append(
             f"plots and every table: scalebench report {analysis.results.path} -o report.html"
