@@ -7,6 +7,8 @@
 #   3. A second job is sent the pre-timeout signal (`scancel --signal=USR1 --batch`) after
 #      its first finished cell: it must exit 3 with some cells done; a resubmission of the
 #      same command completes the remaining cells, and none of the finished ones again.
+#   4. `scalebench submit --nodes 2` to a two-node cluster of its own (tests/slurm/two_nodes.sh;
+#      skipped where `unshare --uts` is refused).
 # The cluster is stopped on every exit (trap), pass or fail.
 # Usage: tests/slurm/run.sh <repo> <venv python> [<scalebench binary>]
 #   default binary: <repo>/build/release/bin/scalebench. Needs root (the test cluster does).
@@ -124,5 +126,10 @@ id=$("${submit[@]}" -o "$work/resume.h5")
 expect_job "$id" COMPLETED 0
 "$python" "$repo/tests/slurm/check_results.py" "$work/resume.h5" resumed "$work/before.json" \
   "$expected_cells"
+
+log "4. two nodes"
+rc=0
+bash "$repo/tests/slurm/two_nodes.sh" "$repo" "$python" "$scalebench" || rc=$?
+((rc == 0 || rc == 77)) || fail "the two-node test failed (exit $rc)"
 
 log "all Slurm tests passed"
