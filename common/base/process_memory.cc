@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -89,9 +90,8 @@ int64_t process_group_rss_bytes(pid_t group) {
        it.increment(error)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name.front() < '0' || name.front() > '9') continue;
-    std::ifstream in(it->path() / "stat");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (const auto stat = parse_proc_stat(text); stat && stat->process_group == group) {
+    const auto stat = read_proc_stat(static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10)));
+    if (stat && stat->process_group == group) {
       pages += stat->rss_pages;
     }
   }

@@ -22,6 +22,7 @@
 #include <system_error>
 
 #include "common/base/build_info.h"
+#include "common/base/process_memory.h"
 #include "common/base/subprocess_spawn.h"
 #include "common/base/supervisor.h"
 
@@ -128,22 +129,6 @@ bool has_exited(pid_t pid) {
   return info.si_pid != 0;
 }
 
-/// Process group and state of process `pid` from /proc/<pid>/stat; false if unreadable.
-bool read_group_and_state(const char* pid, long& pgrp, char& state) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%s/stat", pid);
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buffer[512];
-  const ssize_t n = ::read(fd, buffer, sizeof(buffer) - 1);
-  ::close(fd);
-  if (n <= 0) return false;
-  buffer[n] = '\0';
-  const char* paren = std::strrchr(buffer, ')');  // the command name may contain anything
-  long ppid = 0;
-  return paren != nullptr && std::sscanf(paren + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3;
-}
-
 /// Some process other than `leader` in process group `pgid` is alive (not a zombie).
 /// Linux has no index by group, so this reads /proc/*/stat (about 50 us per process).
 bool group_has_live_members(pid_t pgid, pid_t leader) {
@@ -153,10 +138,8 @@ bool group_has_live_members(pid_t pgid, pid_t leader) {
   while (const dirent* entry = ::readdir(proc)) {
     if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
     if (std::strtol(entry->d_name, nullptr, 10) == leader) continue;
-    long pgrp = 0;
-    char state = 0;
-    if (read_group_and_state(entry->d_name, pgrp, state) && pgrp == pgid && state != 'Z' &&
-        state != 'X') {
+    const auto stat = read_proc_stat(static_cast<pid_t>(std::strtol(entry->d_name, nullptr, 10)));
+    if (stat && stat->process_group == pgid && stat->live()) {
       found = true;
       break;
     }
