@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every scalebench test suite; called by `./setup.sh test` after both presets are built.
 #   1. style: clang-format on all C++ sources (no changes allowed)
-#   2. release build: ctest (unit, MPI under mpiexec, CLI)
+#   2. release build: ctest (unit, MPI under mpiexec, CLI); a seeded third of the long tests
+#      (Note [Long tests in CI]; SCALEBENCH_LONG_TESTS=all runs them all)
 #   3. ASan/UBSan build: ctest of common/ and orchestrator/ (no Torch)
 #   4. GPU kit: what of the GPU verification runs without a GPU (tests/gpu/test_kit.sh): the
 #      bundle of Debian packages (downloaded once, cached in ~/.cache/scalebench-gpu-bundle),
@@ -18,7 +19,7 @@
 #      (branches, bf16, failures); ruff (lint + format) over analysis/ and tests/analysis/
 #   7. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
 #      documented in docs/reliability.md
-#   8. slurm: a real single-node Slurm cluster (tests/slurm/run.sh)
+#   8. slurm: a real Slurm cluster: one node, then two slurmd on one machine (tests/slurm/run.sh)
 # Usage: tests/run_all.sh <repo> <venv python> [suite...]. With suites named (of `suites` below),
 # only those run. Set SCALEBENCH_SKIP_SLURM=1 to skip step 8. Each suite's time goes into the
 # timing table (tests/timings.sh). To run them under a known background load:
@@ -57,6 +58,33 @@ run_step() {
   if timed "$name" "$@"; then echo "--- $name: passed"; else echo "--- $name: FAILED"; failures+=("$name"); fi
 }
 
+# Note [Long tests in CI]
+# A handful of tests take 15 s to 2 min each (real batch searches, the fault matrix, two
+# simulated nodes, a live watch; under ASan every fault test) and most of ctest's wall time,
+# since a test needing more processes than -j runs alone. CI runs every other test and a
+# seeded third of the long ones (at least one), a different third each run: over runs every
+# long test runs, and a failure names its seed. `SCALEBENCH_LONG_TESTS=all` runs them all
+# (before a submission that touches what they cover); SCALEBENCH_TEST_SEED=<n> repeats a
+# sample. The label `long` is set beside each test's definition (tests/mpi, tests/faults).
+# ctest_sampled <preset> <label regex of the long tests>
+ctest_sampled() {
+  local preset="$1" long="$2" rc=0
+  if [[ "${SCALEBENCH_LONG_TESTS:-sample}" == all ]]; then
+    ctest --preset "$preset" -j 2
+    return
+  fi
+  local seed="${SCALEBENCH_TEST_SEED:-$RANDOM}" names chosen
+  mapfile -t names < <(ctest --preset "$preset" -N -L "$long" | sed -n 's/^ *Test *#[0-9]*: //p')
+  mapfile -t chosen < <(printf '%s\n' "${names[@]}" |
+    shuf -n $(((${#names[@]} + 2) / 3)) --random-source=<(yes "$seed"))
+  echo "long tests (labels $long): ${#chosen[@]} of ${#names[@]} this run (seed $seed): ${chosen[*]}"
+  echo "  the same sample: SCALEBENCH_TEST_SEED=$seed; every one: SCALEBENCH_LONG_TESTS=all"
+  ctest --preset "$preset" -j 2 -LE "$long" || rc=1
+  if ((${#chosen[@]})); then
+    ctest --preset "$preset" -j 2 -R "^($(IFS='|'; echo "${chosen[*]}"))\$" || rc=1
+  fi
+  return "$rc"
+}
 cpp_sources() { git ls-files '*.h' '*.cc' | grep -E '^(common|protocol|orchestrator|worker|app|tests)/'; }
 check_format() { cpp_sources | xargs clang-format --dry-run --Werror; }
 # Note [clang-tidy in CI]
@@ -198,10 +226,15 @@ framework_run_files=(
   SCALEBENCH_JAX_FILE="$repo/build/test-runs/jax_mlp.h5"
   SCALEBENCH_KERAS_FILE="$repo/build/test-runs/keras_mlp.h5"
 )
+# Note [pytest on both cores]: most analysis tests run the CLI in a subprocess (imports of
+# pandas, h5py and matplotlib, then a report or a table), one core each; pytest-xdist runs two
+# at once. --dist loadfile keeps a file's tests in one process, so a module's fixture (a real
+# run, a rendered report) is made once.
+pytest_parallel=(-n 2 --dist loadfile)
 pytest_on_real_runs() {
   local files=("${real_run_files[@]}")
   if have_frameworks; then files+=("${framework_run_files[@]}"); fi
-  env "${files[@]}" "$python" -m pytest -q tests/analysis
+  env "${files[@]}" "$python" -m pytest -q "${pytest_parallel[@]}" tests/analysis
 }
 # `env -u NAME` for every variable of the two lists.
 unset_real_run_files() {
@@ -213,8 +246,8 @@ unset_real_run_files() {
 mapfile -t unset_real_runs < <(unset_real_run_files)
 
 run_step format "clang-format" check_format
-run_step ctest "ctest (release)" ctest --preset release -j 2
-run_step asan "ctest (asan)" ctest --preset asan -j 2
+run_step ctest "ctest (release)" ctest_sampled release long
+run_step asan "ctest (asan)" ctest_sampled asan 'long|faults'
 run_step gpukit "GPU kit (bundle, prefix, configure)" tests/gpu/test_kit.sh "$python"
 run_step tidy "clang-tidy" check_tidy
 run_step analysis "analysis (real runs: quickstart, repetitions, batch auto, programs, compile)" real_runs_for_analysis
@@ -222,11 +255,11 @@ run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framewor
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
   env "${unset_real_runs[@]}" SCALEBENCH_BUILD_DIR="$repo/build/release" \
-  "$python" -m pytest -q -rs --durations=12 tests/analysis
+  "$python" -m pytest -q -rs --durations=12 "${pytest_parallel[@]}" tests/analysis
 run_step ruff "ruff (analysis)" check_ruff
 run_step fuzz "fuzz (15 s per target)" tests/fuzz/run.sh 15
 if [[ "${SCALEBENCH_SKIP_SLURM:-0}" != 1 ]]; then
-  run_step slurm "slurm (single-node cluster)" bash tests/slurm/run.sh "$repo" "$python"
+  run_step slurm "slurm (one node, then two)" bash tests/slurm/run.sh "$repo" "$python"
 fi
 
 print_timings

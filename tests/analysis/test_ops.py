@@ -322,8 +322,21 @@ def test_compare_ops_ranks_the_added_matmul_first(two_branches):
     assert done.returncode in (0, 1), done.stderr
     (pair,) = json.loads(done.stdout)
     first = pair["ops"][0]
+    # The operator the branch added ranks first: its profiled self time, all of it new, is
+    # the largest change of any operator (what the profile controls).
     assert (first["change"], first["phase"], first["name"]) == ("added", "forward", "aten::mm")
-    assert first["share_of_step_change"] > 0.3
+    assert first["delta_self_ms"] > 0 and first["base_calls"] == 0 < first["new_calls"]
+    # Its share is its change over the measured step change of the two cells, and the totals
+    # add up to that change. How much of it the matmul explains depends on the machine being
+    # quiet while both cells ran (issue 43: on a loaded machine the measured change was
+    # -1.3x the matmul's), so that figure is docs/profiles.md's quiet run, not an assertion.
+    totals = pair  # the pair carries its totals beside its rows
+    assert first["share_of_step_change"] == pytest.approx(
+        first["delta_self_ms"] / totals["step_delta_ms"]
+    )
+    assert totals["all_ops_ms"] + totals["unexplained_ms"] == pytest.approx(
+        totals["step_delta_ms"]
+    )
     text = run_cli("compare", str(two_branches), "--branches", "main", "extra", "--ops").stdout
     assert "unexplained" in text and "aten::mm" in text
 
