@@ -48,6 +48,7 @@ CellSpec probe_cell(const CellSpec& cell, int64_t batch, int64_t iterations) {
   probe.measured_iterations = static_cast<int>(std::max<int64_t>(iterations, 1));
   probe.samples = 0;
   probe.validate = false;
+  probe.profile_steps = 0;  // a probe is timed, never profiled
   return probe;
 }
 

@@ -7,8 +7,9 @@
 // per cell by the cell's values: every key of the settings table (`{batch_size}`,
 // `{precision}`, `{iterations}`, `{warmup}`, `{seed}`, `{device}`, ...) as the matrix writes
 // it, and `{world_size}`, `{local_world_size}` and `{num_nodes}` (the group's layout over
-// hosts, as torchrun counts them), `{steps}` (warm-up + measured iterations: what a
-// framework's `max_steps` must be), `{mode}`, `{branch}`, `{commit}`, `{experiment}`, `{cell_id}`,
+// hosts, as torchrun counts them), `{steps}` (warm-up + measured iterations, + `profile_steps`
+// when set: what a framework's `max_steps` must be), `{mode}`, `{branch}`, `{commit}`,
+// `{experiment}`, `{cell_id}`,
 // `{output_dir}` (a folder of the cell's own on the worker), `{python}` (the experiment's
 // `python:`, else `python3`). `{{` and `}}` are literal braces.
 // The replacement is textual and inside one argv element: nothing goes through a shell, so a

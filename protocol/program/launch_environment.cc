@@ -52,6 +52,8 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   set("SCALEBENCH_CELL_ID", cell.cell_id);
   set("SCALEBENCH_WARMUP", std::to_string(cell.warmup_iterations));
   set("SCALEBENCH_ITERATIONS", std::to_string(cell.measured_iterations));
+  // Note [Program profiles]: the steps after the measured ones to run under the profiler.
+  set("SCALEBENCH_PROFILE_STEPS", std::to_string(cell.profile_steps));
   set("SCALEBENCH_BATCH_SIZE", std::to_string(cell.batch_size));
   set("SCALEBENCH_PRECISION", to_string(cell.precision));
   set("SCALEBENCH_DEVICE", device);

@@ -59,9 +59,10 @@ Attempt attempt_program(const Assignment& assignment, const TorchrunLayout& layo
   if (attempt.local.status == CellStatus::kOk) {
     const double rss_budget = device == "cpu" ? budget_bytes : 0;
     try {
-      const CellSpec& cell = assignment.cell;  // Note [Program record bounds]
-      attempt.run = run_and_read(options, group, timeout_s, rss_budget,
-                                 step_limit(cell.warmup_iterations, cell.measured_iterations));
+      const CellSpec& cell = assignment.cell;  // Note [Program record bounds], [Program profiles]
+      attempt.run = run_and_read(
+          options, group, timeout_s, rss_budget,
+          step_limit(cell.warmup_iterations, cell.measured_iterations + cell.profile_steps));
       attempt.local = outcome_of(attempt.run, options.argv, layout, timeout_s, budget_bytes);
     } catch (const SubprocessError& e) {
       attempt.local = {CellStatus::kFailed, FailurePhase::kSetup, e.what(), true};

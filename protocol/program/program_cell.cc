@@ -14,6 +14,7 @@
 #include "protocol/program/program_attempt.h"
 #include "protocol/program/program_batch_search.h"
 #include "protocol/program/program_checks.h"
+#include "protocol/program/program_profile.h"
 #include "protocol/program/torchrun_layout.h"
 
 namespace scalebench {
@@ -113,13 +114,9 @@ RankResult run_program_cell(const Assignment& assignment, MPI_Comm group,
         "timings: the program reported no iterations (no scalebench_client): one measurement, "
         "its wall time; no per-iteration timings");
   }
-  if (timed.cell.profile_steps > 0) {  // Note [Operator profiles]: built-in cells only, so far
-    result.ineffective_reasons.push_back(
-        "profile_steps: operator profiles are taken in built-in cells only; profile a program "
-        "with torch.profiler itself (docs/profiles.md)");
-  }
-  // Note [Program steps asked and run], Note [Program code identity]
+  // Note [Program steps asked and run], Note [Program code identity], Note [Program profiles]
   record_program_checks(result, run.report, timed.cell);
+  record_program_profile(result, run.report, timed.cell);
   return result;
 }
 

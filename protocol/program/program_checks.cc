@@ -127,7 +127,10 @@ std::vector<std::string> code_reasons(const ProgramCode& code) {
 
 void record_program_checks(RankResult& result, const ProgramReport& report, const CellSpec& cell) {
   if (result.status != CellStatus::kOk) return;
-  const auto run = static_cast<int64_t>(report.steps.size());
+  // Note [Program profiles]: the profiled steps are not steps run, but those beyond them are.
+  const auto profiled = static_cast<int64_t>(report.profiled_step_s.size());
+  const auto run = static_cast<int64_t>(report.steps.size()) +
+                   std::max<int64_t>(0, profiled - std::max<int64_t>(0, cell.profile_steps));
   result.metrics["program_steps_asked"] =
       static_cast<double>(cell.warmup_iterations + cell.measured_iterations);
   result.metrics["program_steps_run"] = static_cast<double>(run);

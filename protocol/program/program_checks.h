@@ -16,6 +16,8 @@
 // "Many more": above asked + max(1, asked / 10), so a program that rounds its steps up to a
 // whole batch of its loader is not flagged. A program that reported no step at all is one
 // measurement of its wall time (no client), said among the ineffective reasons as before.
+// The steps after the measured ones that `profile_steps` asks for are not counted (Note
+// [Program profiles]), but the steps a program ran beyond those are.
 //
 // Note [Program code identity]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~

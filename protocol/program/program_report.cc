@@ -10,6 +10,7 @@
 
 #include "common/base/escaped_text.h"
 #include "protocol/program/program_checks.h"
+#include "protocol/program/program_profile.h"
 
 namespace scalebench {
 namespace {
@@ -18,10 +19,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kQuotedBytes = 200;
 
 [[noreturn]] void refuse(const std::string& line, const std::string& why) {
-  // Note [Program record bounds]: valid UTF-8, one line, no escape sequence.
-  std::string quoted = printable_line(utf8_prefix(line, kQuotedBytes));
-  if (line.size() > kQuotedBytes) quoted += "...";
-  throw ProgramRecordError("program report: " + why + " in record '" + quoted + "'");
+  throw ProgramRecordError("program report: " + why + " in record '" + quoted_record(line) + "'");
 }
 
 double number(const nlohmann::json& record, const char* key, const std::string& line) {
@@ -116,7 +114,8 @@ void apply_hello(ProgramReport& report, const nlohmann::json& record, const std:
 
 void apply_step(ProgramReport& report, const nlohmann::json& record, const std::string& line,
                 const RecordBounds& bounds) {
-  if (static_cast<int64_t>(report.steps.size()) >= bounds.max_steps) {
+  if (static_cast<int64_t>(report.steps.size() + report.profiled_step_s.size()) >=
+      bounds.max_steps) {
     refuse(line, "more than " + std::to_string(bounds.max_steps) +
                      " steps (twice warm-up + iterations, plus " + std::to_string(kStepMargin) +
                      "); does the program take its step count from {steps} or {iterations}?");
@@ -132,6 +131,8 @@ void apply_step(ProgramReport& report, const nlohmann::json& record, const std::
                "a step outside the program's run (before its launch or after it was read)", line);
   ProgramStep step;
   step.warmup = optional_field(record, "warmup", false, line);
+  const bool profiled = optional_field(record, "profile", false, line);  // Note [Program profiles]
+  if (profiled && step.warmup) refuse(line, "a profiled step marked warm-up");
   std::tie(step.begin, step.end) = seconds(step_ns);
   if (const auto phases = record.find("phases"); phases != record.end()) {
     if (!phases->is_object()) refuse(line, "'phases' is not an object");
@@ -162,6 +163,11 @@ void apply_step(ProgramReport& report, const nlohmann::json& record, const std::
   if (!report.steps.empty() && step.warmup && !report.steps.back().warmup) {
     refuse(line, "a warm-up step after a measured one");
   }
+  if (profiled) {  // Note [Program profiles]: never a measured step
+    report.profiled_step_s.push_back(step.end - step.begin);
+    return;
+  }
+  if (!report.profiled_step_s.empty()) refuse(line, "a measured step after a profiled one");
   report.steps.push_back(std::move(step));
 }
 
@@ -200,6 +206,13 @@ void apply_outputs(ProgramReport& report, const nlohmann::json& record, const st
 
 }  // namespace
 
+std::string quoted_record(const std::string& line) {
+  // Note [Program record bounds]: valid UTF-8, one line, no escape sequence.
+  std::string quoted = printable_line(utf8_prefix(line, kQuotedBytes));
+  if (line.size() > kQuotedBytes) quoted += "...";
+  return quoted;
+}
+
 int64_t step_limit(int64_t warmup, int64_t iterations) {
   return 2 * (std::max<int64_t>(warmup, 0) + std::max<int64_t>(iterations, 0)) + kStepMargin;
 }
@@ -207,6 +220,13 @@ int64_t step_limit(int64_t warmup, int64_t iterations) {
 void apply_record(ProgramReport& report, const std::string& line, const RecordBounds& bounds) {
   if (line.size() > kMaxRecordBytes) refuse(line, "a record above 64 KiB");
   const auto record = nlohmann::json::parse(line, nullptr, false);
+  if ((record.is_discarded() || !record.is_object()) && names_profile_type(line)) {
+    ProgramProfile damaged;  // Note [Program profiles]: no table, never a failed cell
+    damaged.problem =
+        "its profile record was refused: not a JSON object in record '" + quoted_record(line) + "'";
+    report.profile = std::move(damaged);
+    return;
+  }
   if (record.is_discarded() || !record.is_object()) refuse(line, "not a JSON object");
   const auto version = record.find("v");
   if (version == record.end() || !version->is_number_integer()) refuse(line, "no version 'v'");
@@ -251,6 +271,8 @@ void apply_record(ProgramReport& report, const std::string& line, const RecordBo
     } catch (const std::invalid_argument& e) {
       refuse(line, e.what());
     }
+  } else if (type == "profile") {  // Note [Program profiles]
+    report.profile = program_profile(record, line);
   } else if (type == "summary") {
     report.summary = true;
   } else {

@@ -4,11 +4,11 @@
 // Note [Program report channel]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // One JSON object per line (at most kMaxRecordBytes), each with "v" (kRecordVersion) and
-// "type": hello | step | metric | memory | outputs | error | ended | code | summary. Times are
-// CLOCK_MONOTONIC integer nanoseconds (Python's time.monotonic_ns(), the worker's steady_clock), so
-// the worker puts them on the group's shared clock without any exchange. A line that is not such a
-// record fails the cell with the line quoted: the channel is the program's private, framed report,
-// never a scrape of its stdout.
+// "type": hello | step | metric | memory | outputs | error | ended | code | profile | summary.
+// Times are CLOCK_MONOTONIC integer nanoseconds (Python's time.monotonic_ns(), the worker's
+// steady_clock), so the worker puts them on the group's shared clock without any exchange. A line
+// that is not such a record fails the cell with the line quoted: the channel is the program's
+// private, framed report, never a scrape of its stdout.
 //
 // Note [Program record bounds]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -32,6 +32,9 @@
 //    printable_output()/printable_line() make them (docs/programs.md#failures).
 //  * outputs: the announced samples x the sample's shape x 4 bytes are computed without
 //    overflow and may not exceed kMaxOutputBytes.
+//  * profile: a `profile` record (Note [Program profiles], protocol/program/program_profile.h)
+//    that is not what it must be leaves the cell without an operator table, its reason quoted;
+//    it never fails the cell, as the profile is no part of the measured figures.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +47,7 @@
 #include <vector>
 
 #include "common/base/error.h"
+#include "common/cell/op_profile.h"
 
 namespace scalebench {
 
@@ -100,6 +104,15 @@ struct ProgramCode {
   std::string error;  ///< the client could not tell (then nothing else is set)
 };
 
+/// The `profile` record (Note [Program profiles], protocol/program/program_profile.h).
+struct ProgramProfile {
+  OpProfile table;            ///< the operator table, self time descending
+  int64_t dropped_rows = 0;   ///< rows the client left out to fit the record
+  double dropped_self_s = 0;  ///< their self time
+  std::string problem;        ///< why there is no table ("" when there is): the client's
+                              ///< error, or the record refused (quoted)
+};
+
 /// Everything one rank's program reported.
 struct ProgramReport {
   bool hello = false;
@@ -123,7 +136,15 @@ struct ProgramReport {
   std::string ended_by;
   std::string ended_message;
   std::optional<ProgramCode> code;  ///< the `code` record (Note [Program code identity])
+  /// Note [Program profiles]: the steps after the measured ones (`"profile": true`), never in
+  /// `steps`: their durations in seconds, and the last `profile` record.
+  std::vector<double> profiled_step_s;
+  std::optional<ProgramProfile> profile;
 };
+
+/// The start of a record's line as a reason quotes it: at most 200 bytes, cut on a character
+/// boundary, made printable, "..." when cut (Note [Program record bounds]).
+std::string quoted_record(const std::string& line);
 
 /// Adds one line (without its newline) to `report`. Throws ProgramRecordError for a line
 /// that is too long, not JSON, of another major version, missing a field of its type, or

@@ -46,6 +46,20 @@ TEST(ProgramPlaceholders, EverySettingAndTheCellNamesAreKnown) {
   EXPECT_EQ(values.at("precision"), "fp32");
 }
 
+// Note [Program profiles]: {steps} holds the profiled steps after the measured ones;
+// {warmup} and {iterations} stay the counts of the measured figures.
+TEST(ProgramPlaceholders, StepsHoldWarmupMeasuredAndProfiledSteps) {
+  CellSpec cell;
+  cell.warmup_iterations = 2;
+  cell.measured_iterations = 20;
+  EXPECT_EQ(placeholder_values(cell, "/out", "cpu").at("steps"), "22");
+  cell.profile_steps = 3;
+  const auto values = placeholder_values(cell, "/out", "cpu");
+  EXPECT_EQ(values.at("steps"), "25");
+  EXPECT_EQ(values.at("iterations"), "20");
+  EXPECT_EQ(values.at("warmup"), "2");
+}
+
 TEST(ProgramPlaceholders, OnlyProgramCellsCarryTheProgramInTheirIdentity) {
   CellSpec model_cell;
   const std::string before = compute_cell_id(model_cell);
