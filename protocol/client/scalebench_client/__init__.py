@@ -43,6 +43,9 @@ _TREE_VARIABLE = "SCALEBENCH_TREE"
 _START_CWD = os.getcwd()
 _BUFFER_BYTES = 1 << 16
 _OUTPUTS_VARIABLE = "SCALEBENCH_OUTPUTS_FILE"
+#: Steps after the measured ones to run under torch.profiler (setting profile_steps;
+#: scalebench_client.profiling); 0 or unset: none.
+_PROFILE_VARIABLE = "SCALEBENCH_PROFILE_STEPS"
 
 
 class _Channel:
@@ -52,6 +55,8 @@ class _Channel:
         self.stream = None
         self.warmup = int(os.environ.get("SCALEBENCH_WARMUP", "0") or 0)
         self.steps = 0
+        #: Index of the first profiled step (after warm-up and measured ones); none: never.
+        self.profile_from = sys.maxsize
         self.output_samples = 0
         fd = os.environ.get(_FD_VARIABLE)
         if fd:
@@ -73,6 +78,10 @@ class _Channel:
 
 _channel: _Channel | None = None
 _phases: dict[str, list] | None = None
+#: The profiled steps' session (scalebench_client.profiling) when the cell asks for some.
+_profile = None
+#: Why this program's steps cannot be profiled (profile_unsupported), "" when they can.
+_unsupported = ""
 
 
 def _get() -> _Channel:
@@ -80,7 +89,65 @@ def _get() -> _Channel:
     if _channel is None:
         _channel = _Channel()
         _hello(_channel)
+        _start_profiling(_channel)
     return _channel
+
+
+def profile_steps() -> int:
+    """The steps the cell asks to run under the profiler after the measured ones (setting
+    ``profile_steps``, docs/profiles.md#program-cells); 0 when none or not started by
+    scalebench. ``{steps}`` includes them; a program that counts its steps from ``{warmup}``
+    and ``{iterations}`` adds this."""
+    if not os.environ.get(_FD_VARIABLE):
+        return 0
+    return max(0, int(os.environ.get(_PROFILE_VARIABLE, "0") or 0))
+
+
+def _start_profiling(channel: _Channel) -> None:
+    global _profile
+    steps = profile_steps()
+    measured = os.environ.get("SCALEBENCH_ITERATIONS")
+    if channel.stream is None or steps <= 0 or not measured:
+        return
+    from . import profiling
+
+    channel.profile_from = channel.warmup + int(measured)
+    step_phase = "batch" if os.environ.get("SCALEBENCH_MODE") == "infer" else "step"
+    _profile = profiling.Profiling(
+        channel.profile_from, steps, step_phase, channel.write, _memory_record
+    )
+    _profile.unsupported = _unsupported
+
+
+def profile_unsupported(why: str) -> None:
+    """Says that this program's steps cannot be profiled and why (an adapter of a framework
+    that does not run torch): the cell's profile is then recorded as not taken, with `why`."""
+    global _unsupported
+    _unsupported = why
+    if _profile is not None:
+        _profile.unsupported = why
+
+
+def profile_step_begin() -> None:
+    """For adapters that report steps with ``emit_step``: the next step begins now (call it
+    before reading the step's begin time). A profiled step opens the profiler's scope of the
+    step, and the first one starts the profiler."""
+    channel = _channel if _channel is not None else _get()
+    if _profile is not None:
+        _profile.begin_step(channel.steps)
+
+
+def profile_phase_begin(name: str):
+    """For adapters: opens phase `name`'s profiler scope in a profiled step; returns the handle
+    to pass to ``profile_phase_end`` (None when not profiling: nothing to close)."""
+    if _profile is None or not _profile.recording:
+        return None
+    return _profile.phase_begin(name)
+
+
+def profile_phase_end(scope) -> None:
+    if scope is not None and _profile is not None:
+        _profile.phase_end(scope)
 
 
 def enabled() -> bool:
@@ -139,6 +206,8 @@ class _Step:
             return
         if channel.steps == 0:
             _apply_memory_budget()
+        if channel.steps >= channel.profile_from:
+            _profile.begin_step(channel.steps)
         _phases = {}
         self.begin = _monotonic_ns()
 
@@ -166,11 +235,19 @@ def emit_step(begin: int, end: int, phases: dict) -> None:
         for name, (b, e) in phases.items()
     )
     warmup = "true" if channel.steps < channel.warmup else "false"
+    profiled = channel.steps >= channel.profile_from
     channel.stream.write(
         f'{{"v":{RECORD_VERSION},"type":"step","index":{channel.steps},"warmup":{warmup},'
-        f'"begin_ns":{begin},"end_ns":{end},"phases":{{{text}}}}}\n'
+        f'{_PROFILED if profiled else ""}"begin_ns":{begin},"end_ns":{end},'
+        f'"phases":{{{text}}}}}\n'
     )
     channel.steps += 1
+    if profiled:
+        _profile.end_step()
+
+
+#: The field of a step after the measured ones (scalebench_client.profiling): never measured.
+_PROFILED = '"profile":true,'
 
 
 _budget_applied = False
@@ -208,17 +285,20 @@ def step() -> _Step:
 
 
 class _Phase:
-    __slots__ = ("begin", "name", "sync")
+    __slots__ = ("begin", "name", "scope", "sync")
 
     def __init__(self, name: str, sync: bool) -> None:
         self.name = name
         self.sync = sync
+        self.scope = None
 
     def __enter__(self) -> None:
         if _phases is None:
             return
         if self.sync:
             _synchronize()
+        if _profile is not None and _profile.recording:
+            self.scope = _profile.phase_begin(self.name)
         self.begin = _monotonic_ns()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -227,6 +307,8 @@ class _Phase:
         if self.sync:
             _synchronize()
         _phases[self.name] = (self.begin, _monotonic_ns())
+        if self.scope is not None:
+            _profile.phase_end(self.scope)
 
 
 def phase(name: str, sync: bool = False) -> _Phase:
@@ -314,20 +396,31 @@ def outputs(values) -> None:
 
 def memory() -> None:
     """Reports the peak and current memory: torch's CUDA allocator when a GPU is in use,
-    else this process's peak and current resident set (/proc/self/status)."""
+    else this process's peak and current resident set (/proc/self/status). Once profiled
+    steps began (docs/profiles.md#program-cells), the figures taken just before them: the
+    profiler's own memory is not the program's."""
     channel = _get()
     if channel.stream is None:
         return
+    kept = _profile.memory if _profile is not None else None
+    channel.write(dict(kept) if kept is not None else _memory_record())
+
+
+def _memory_record() -> dict:
+    """The memory record of ``memory()`` for now."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
-        report_memory(
-            "cuda",
-            int(torch.cuda.max_memory_allocated()),
-            int(torch.cuda.memory_allocated()),
-        )
+        kind = "cuda"
+        peak, current = torch.cuda.max_memory_allocated(), torch.cuda.memory_allocated()
     else:
+        kind = "rss"
         peak, current = _resident_set_bytes()
-        report_memory("rss", peak, current)
+    return {
+        "type": "memory",
+        "kind": kind,
+        "peak_bytes": int(peak),
+        "current_bytes": int(current),
+    }
 
 
 def report_memory(kind: str, peak_bytes: int, current_bytes: int) -> None:
@@ -415,6 +508,8 @@ def finish() -> None:
     channel = _get()
     if channel.stream is None:
         return
+    if _profile is not None:
+        _profile.close()
     report_code()
     channel.write({"type": "summary", "steps": channel.steps})
     channel.stream.close()

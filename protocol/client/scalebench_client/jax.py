@@ -28,6 +28,12 @@ import time
 
 import scalebench_client as sb
 
+# docs/profiles.md#program-cells: the operator profiles of program cells are torch.profiler's.
+sb.profile_unsupported(
+    "the JAX adapter takes no operator profiles (they use torch.profiler); profile a JAX "
+    "program with jax.profiler"
+)
+
 
 def initialize() -> bool:
     """Initialises multi-process JAX from scalebench's launch (the torchrun variables) when

@@ -34,6 +34,13 @@ import scalebench_client as sb
 
 _monotonic_ns = time.monotonic_ns
 
+# docs/profiles.md#program-cells: the operator profiles of program cells are torch.profiler's.
+sb.profile_unsupported(
+    "the Keras adapter takes no operator profiles (its steps are timed from Keras's batch "
+    "callbacks, and operator profiles use torch.profiler); profile a Keras program with its "
+    "backend's profiler"
+)
+
 
 def _keras():
     """The Keras in use: Keras 3 when importable, else tf.keras."""

@@ -90,6 +90,9 @@ _EVAL_STEP_HOOKS = ("validation_step", "test_step", "predict_step")
 _EVAL_STAGES = ("validate", "test", "predict")
 #: Phases that a hook called inside another phase belongs to instead.
 _HOOK_LIKE = ("hooks", "post")
+#: The profiler scope of a phase whose action is named otherwise (the optimizer's step holds
+#: its closure's phases, which are inner scopes: the rest is the optimizer's own).
+_SCOPE_NAMES = {_OPTIMIZER_HOOK: "optimizer"}
 
 
 def _phase_of(action: str) -> str | None:
@@ -189,6 +192,7 @@ def make_phase_profiler(inner, evaluation: bool = False):
             self.evaluation = evaluation
             self.step: _StepState | None = None
             self.batches = 0  # evaluation batches reported
+            self.scopes: dict = {}  # action -> its open profiler scopes (profiled steps)
 
         def _now(self) -> int:
             """Now, after the device when SCALEBENCH_SYNC_PHASES=1: every phase boundary."""
@@ -203,16 +207,21 @@ def make_phase_profiler(inner, evaluation: bool = False):
             now = self._now()
             if phase == "data":  # the previous batch ends where this fetch begins
                 self.finish_batch(now)
+                self.scopes.clear()
+                sb.profile_step_begin()  # a profiled batch's scope (its clock is `now`)
                 self.step = _StepState()
                 self.step.begin = now
             if self.step is not None:
-                self.step.start(self.step.post_hooks(phase), now)
+                phase = self.step.post_hooks(phase)
+                self._scope_begin(action_name, phase)
+                self.step.start(phase, now)
 
         def _eval_stop(self, action_name: str) -> None:
             phase = _eval_phase_of(action_name)
             if phase is None or self.step is None:
                 return
             self.step.stop(self.step.post_hooks(phase), self._now())
+            self._scope_end(action_name)
 
         def finish_batch(self, now: int | None = None) -> None:
             """Reports the evaluation batch being assembled, if its step ran (the loop's
@@ -231,15 +240,35 @@ def make_phase_profiler(inner, evaluation: bool = False):
                 return
             phase = _phase_of(action_name)
             if phase is not None or action_name == _BATCH_ACTION:
-                now = self._now()
-                if self.step is None and (
+                begins = self.step is None and (
                     phase == "data" or action_name == _BATCH_ACTION
-                ):
+                )
+                if begins:  # a profiled step's profiler and scope, before its clock
+                    self.scopes.clear()
+                    sb.profile_step_begin()
+                now = self._now()
+                if begins:
                     self.step = _StepState()
                     self.step.begin = now
                 if self.step is not None and phase is not None:
+                    self._scope_begin(action_name, phase)
                     self.step.start(phase, now)
             self.inner.start(action_name)
+
+        def _scope_begin(self, action_name: str, phase: str) -> None:
+            """Opens the profiler scope of a phase that begins (docs/profiles.md#program-cells;
+            nothing unless the step is profiled); a hook inside another phase opens none, as
+            its time is that phase's."""
+            if phase in _HOOK_LIKE and self.step.open:
+                return
+            scope = sb.profile_phase_begin(_SCOPE_NAMES.get(phase, phase))
+            if scope is not None:
+                self.scopes.setdefault(action_name, []).append(scope)
+
+        def _scope_end(self, action_name: str) -> None:
+            stack = self.scopes.get(action_name) if self.scopes else None
+            if stack:
+                sb.profile_phase_end(stack.pop())
 
         def stop(self, action_name: str) -> None:
             self.inner.stop(action_name)
@@ -252,6 +281,7 @@ def make_phase_profiler(inner, evaluation: bool = False):
             now = self._now()
             if phase is not None:
                 self.step.stop(phase, now)
+                self._scope_end(action_name)
             if action_name == _BATCH_ACTION:
                 step, self.step = self.step, None
                 sb.emit_step(
