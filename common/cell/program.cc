@@ -1,6 +1,7 @@
 #include "common/cell/program.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "common/cell/cell_spec.h"
@@ -11,6 +12,9 @@ namespace scalebench {
 const std::vector<std::string> kProgramPlaceholders{
     "world_size", "local_world_size", "num_nodes", "steps",      "mode",  "branch",
     "commit",     "experiment",       "cell_id",   "output_dir", "python"};
+
+const std::vector<std::string> kLauncherEnvironmentPrefixes{
+    "OMPI_", "PMIX_", "PMI_", "SLURM_", "PRTE_", "OPAL_", "HYDRA_", "I_MPI_", "MPI_LOCAL"};
 
 namespace {
 
@@ -153,6 +157,13 @@ std::vector<std::string> program_argv(const ProgramSpec& program,
     argv[0] = interpreter;
   }
   return argv;
+}
+
+std::optional<std::string> activated_path(const ProgramSpec& program,
+                                          const std::string& caller_path) {
+  const std::filesystem::path interpreter(program_interpreter(program));
+  if (program.python.empty() || !interpreter.has_parent_path()) return std::nullopt;
+  return interpreter.parent_path().string() + (caller_path.empty() ? "" : ":" + caller_path);
 }
 
 }  // namespace scalebench

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct ProgramSpec {
   std::string python;
   bool operator==(const ProgramSpec&) const = default;
 };
+
+/// Prefixes of the launcher's environment variables (MPI, PMIx, Slurm, ...) that a program
+/// must not see: started under mpirun, it would take itself for an MPI rank.
+extern const std::vector<std::string> kLauncherEnvironmentPrefixes;
 
 /// The placeholder names that are not keys of the settings table.
 extern const std::vector<std::string> kProgramPlaceholders;
@@ -79,5 +84,10 @@ std::string program_interpreter(const ProgramSpec& program);
 /// `python:` is given. Throws std::invalid_argument like substitute_placeholders.
 std::vector<std::string> program_argv(const ProgramSpec& program,
                                       std::map<std::string, std::string> values);
+
+/// PATH as if `python:`'s environment were activated: the interpreter's folder, then
+/// `caller_path`; nullopt when `program` has no `python:` with a folder (PATH unchanged).
+std::optional<std::string> activated_path(const ProgramSpec& program,
+                                          const std::string& caller_path);
 
 }  // namespace scalebench

@@ -170,18 +170,6 @@ bool is_worktree_at(const std::filesystem::path& dir, const std::filesystem::pat
   return head.ok() && trimmed(head.output) == commit;
 }
 
-void remove_worktree_dir(const std::filesystem::path& repo, const std::filesystem::path& dir) {
-  if (!git(repo, {"worktree", "remove", "--force", "--force", "--", dir.string()}).ok()) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-    if (ec) {
-      throw GitError("cannot remove the stale worktree directory " + shown(dir.string()) + ": " +
-                     ec.message() + "; remove it by hand");
-    }
-  }
-  git_ok(repo, {"worktree", "prune"});
-}
-
 bool repo_checkout_is_dirty_at(const std::filesystem::path& repo, const std::string& commit) {
   if (git_ok(repo, {"rev-parse", "--is-bare-repository"}) == "true") return false;
   const SubprocessResult head = git(repo, {"rev-parse", "--verify", "--quiet", "HEAD"});
@@ -190,6 +178,18 @@ bool repo_checkout_is_dirty_at(const std::filesystem::path& repo, const std::str
 }
 
 }  // namespace
+
+void remove_worktree(const std::filesystem::path& repo, const std::filesystem::path& dir) {
+  if (!git(repo, {"worktree", "remove", "--force", "--force", "--", dir.string()}).ok()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) {
+      throw GitError("cannot remove the worktree directory " + shown(dir.string()) + ": " +
+                     ec.message() + "; remove it by hand");
+    }
+  }
+  git_ok(repo, {"worktree", "prune"});
+}
 
 bool is_full_commit_id(const std::string& ref) {
   return (ref.size() == 40 || ref.size() == 64) &&
@@ -270,7 +270,7 @@ ResolvedBranch checkout_branch(const std::filesystem::path& repo, const std::str
       git_ok(branch.worktree, {"reset", "--hard", "--quiet", branch.commit});
       branch.worktree_reused = true;
     } else {
-      remove_worktree_dir(repo_path, branch.worktree);
+      remove_worktree(repo_path, branch.worktree);
     }
   }
   if (!branch.worktree_reused) {

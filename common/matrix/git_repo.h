@@ -78,6 +78,11 @@ ResolvedBranch checkout_branch(const std::filesystem::path& repo, const std::str
                                const std::filesystem::path& work_dir,
                                const std::string& where = {});
 
+/// Removes the worktree at `dir` of `repo` (`git worktree remove --force --force`, else the
+/// folder itself) and forgets stale worktree records (`git worktree prune`). Throws GitError
+/// when the folder cannot be removed.
+void remove_worktree(const std::filesystem::path& repo, const std::filesystem::path& dir);
+
 /// Why scalebench refuses `path` as a path inside a commit's tree ("" when accepted). Pure.
 /// Accepted: non-empty, relative, components separated by single '/', no component "." or
 /// "..", only printable ASCII without spaces or `\ : * ? [ ] ^ ~ { }`, at most 4096 bytes.

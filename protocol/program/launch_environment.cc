@@ -7,14 +7,6 @@
 
 namespace scalebench::program {
 
-namespace {
-
-/// Environment variables of the launcher that a child must not see (prefixes).
-const std::vector<std::string> kScrubbedPrefixes{"OMPI_", "PMIX_",  "PMI_",   "SLURM_",   "PRTE_",
-                                                 "OPAL_", "HYDRA_", "I_MPI_", "MPI_LOCAL"};
-
-}  // namespace
-
 /// The command with its placeholders filled, and its environment: the launch contract of
 /// docs/programs.md, then the experiment's `env`. Throws std::invalid_argument for a
 /// placeholder that cannot be filled.
@@ -69,12 +61,11 @@ SubprocessOptions launch_options(const Assignment& assignment, const TorchrunLay
   }
   // `python:` as if its environment were activated: its folder first on PATH, so that the
   // program's own subprocesses (torchrun, a data tool) come from it too.
-  const std::filesystem::path interpreter(values["python"]);
-  if (!cell.program.python.empty() && interpreter.has_parent_path()) {
-    const char* path = std::getenv("PATH");
-    set("PATH", interpreter.parent_path().string() + (path ? ":" + std::string(path) : ""));
+  const char* caller_path = std::getenv("PATH");
+  if (const auto path = activated_path(cell.program, caller_path ? caller_path : "")) {
+    set("PATH", *path);
   }
-  options.unset_environment_prefixes = kScrubbedPrefixes;
+  options.unset_environment_prefixes = kLauncherEnvironmentPrefixes;
   // The experiment's env comes last: of two entries of one name the later wins (Subprocess),
   // so a user may override a variable of the contract (OMP_NUM_THREADS, ...) on purpose.
   for (const auto& [name, value] : cell.program.env) {
