@@ -73,6 +73,10 @@ void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worke
                     "With --resume: also re-run failed, oom and timeout cells");
   command->add_flag("--fail-fast", options->fail_fast,
                     "Start no further cell after the first failed/oom/timeout cell");
+  auto no_preflight = std::make_shared<bool>(false);
+  command->add_flag("--no-preflight", *no_preflight,
+                    "Do not check each program configuration (preflight: hydra or a command "
+                    "of your own) before the first cell");
   command->add_option("--scheduling", *scheduling, "exclusive or packed (overrides the matrix)")
       ->check(CLI::IsMember({"exclusive", "packed"}));
   command->add_option("--order-seed", options->order_seed,
@@ -96,8 +100,9 @@ void add_run_command(CLI::App& app, int& exit_status, const WorkerFactory& worke
   auto* verbose_flag = command->add_flag("-v,--verbose", *verbose, "Debug output on the console");
   command->add_flag("-q,--quiet", *quiet, "Only warnings and errors on the console")
       ->excludes(verbose_flag);
-  command->callback([options, scheduling, verbose, quiet, &exit_status, worker] {
+  command->callback([options, scheduling, no_preflight, verbose, quiet, &exit_status, worker] {
     if (!scheduling->empty()) options->scheduling = parse_scheduling_mode(*scheduling);
+    options->preflight = !*no_preflight;
     options->verbosity =
         *verbose ? Verbosity::kVerbose : (*quiet ? Verbosity::kQuiet : Verbosity::kNormal);
     if (options->resume && options->force) {

@@ -1,6 +1,7 @@
 #include "orchestrator/run_preparation.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "common/base/escaped_text.h"
@@ -8,8 +9,10 @@
 #include "common/matrix/stored_text.h"
 #include "common/results/cells.h"
 #include "common/results/provenance.h"
+#include "orchestrator/cell_inputs.h"
 #include "orchestrator/dispatch_order.h"
 #include "orchestrator/orchestrator.h"
+#include "orchestrator/program_preflight.h"
 #include "protocol/mpi_comm.h"
 
 namespace scalebench {
@@ -52,6 +55,26 @@ Provenance make_provenance(const RunOptions& options, const ResolvedMatrix& matr
   return provenance;
 }
 
+/// Note [Program preflight]: each distinct configuration of `to_run`'s program cells checked
+/// once; throws PreflightError when one fails.
+void preflight(const RunOptions& options, const ResolvedMatrix& matrix,
+               const std::vector<CellSpec>& to_run) {
+  std::map<std::string, std::filesystem::path> worktrees;
+  for (const auto& [ref, branch] : matrix.branches()) worktrees.emplace(ref, branch.worktree);
+  const CellInputs trees(std::filesystem::absolute(options.matrix_path).parent_path(),
+                         std::move(worktrees));
+  const char* path = std::getenv("PATH");
+  const PreflightContext context{
+      .tree_of = [&trees](const CellSpec& cell) { return trees.tree_of(cell); },
+      .scratch_dir = options.effective_work_dir() / "preflight",
+      .caller_path = path ? path : ""};
+  const std::string summary = preflight_program_cells(
+      to_run, context, options.effective_log_dir() / "preflight.log",
+      "to run without the check, pass --no-preflight or set preflight: none in the program",
+      [](const std::string& line) { SB_LOG(info) << line; });
+  if (!summary.empty()) SB_LOG(info) << summary;
+}
+
 }  // namespace
 
 void check_run_paths(const RunOptions& options, int ranks) {
@@ -83,7 +106,8 @@ PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello
   prepared.scheduling =
       options.scheduling.value_or(matrix_mode.value_or(SchedulingMode::kExclusive));
   const auto& cells = matrix.cells();
-  if (options.resume && std::filesystem::exists(options.output_path)) {
+  const bool resuming = options.resume && std::filesystem::exists(options.output_path);
+  if (resuming) {
     prepared.store.emplace(
         ResultsStore::open_for_resume(options.output_path, matrix_hash(matrix.cell_ids())));
     const auto stored = prepared.store->cells();
@@ -100,9 +124,14 @@ PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello
                  << " of " << cells.size() << " cells already final, " << prepared.to_run.size()
                  << " to run";
   } else {
+    prepared.to_run = cells;
+  }
+  // Note [Program preflight]: before the results file is created, so a failed check leaves
+  // nothing behind.
+  if (options.preflight) preflight(options, matrix, prepared.to_run);
+  if (!resuming) {
     const Provenance provenance = make_provenance(options, matrix, hellos, worker);
     prepared.store.emplace(ResultsStore::create(options.output_path, provenance, options.force));
-    prepared.to_run = cells;
   }
   std::map<std::string, CommitInfo> commit_info;
   for (const auto& [ref, branch] : matrix.branches()) {

@@ -16,6 +16,18 @@ const std::vector<std::string> kProgramPlaceholders{
 const std::vector<std::string> kLauncherEnvironmentPrefixes{
     "OMPI_", "PMIX_", "PMI_", "SLURM_", "PRTE_", "OPAL_", "HYDRA_", "I_MPI_", "MPI_LOCAL"};
 
+std::string to_string(PreflightKind kind) {
+  switch (kind) {
+    case PreflightKind::kNone:
+      return "none";
+    case PreflightKind::kHydra:
+      return "hydra";
+    case PreflightKind::kCommand:
+      return "command";
+  }
+  return "none";
+}
+
 namespace {
 
 /// Calls on_text(literal) and on_name(name) for the parts of `text`, in order.
@@ -157,6 +169,25 @@ std::vector<std::string> program_argv(const ProgramSpec& program,
     argv[0] = interpreter;
   }
   return argv;
+}
+
+std::vector<std::string> preflight_argv(const ProgramSpec& program,
+                                        const std::map<std::string, std::string>& values) {
+  switch (program.preflight.kind) {
+    case PreflightKind::kNone:
+      return {};
+    case PreflightKind::kHydra: {
+      auto argv = program_argv(program, values);
+      argv.insert(argv.end(), {"--cfg", "job"});
+      return argv;
+    }
+    case PreflightKind::kCommand: {
+      ProgramSpec check = program;
+      check.command = program.preflight.command;
+      return program_argv(check, values);
+    }
+  }
+  return {};
 }
 
 std::optional<std::string> activated_path(const ProgramSpec& program,

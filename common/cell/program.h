@@ -28,6 +28,26 @@ namespace scalebench {
 
 struct CellSpec;
 
+/// What `preflight:` of a program runs (Note [Program preflight] in
+/// orchestrator/program_preflight.h).
+enum class PreflightKind {
+  kNone,     ///< no check (the default: a plain program has no compose-only mode)
+  kHydra,    ///< the program's own command with `--cfg job` appended (a Hydra app)
+  kCommand,  ///< `PreflightSpec::command`, a template of the user's own
+};
+
+/// "none", "hydra", "command".
+std::string to_string(PreflightKind kind);
+
+/// `preflight:` and `preflight_timeout_s:` of a program: a check run once per distinct
+/// configuration on rank 0 before any cell (Note [Program preflight]).
+struct PreflightSpec {
+  PreflightKind kind = PreflightKind::kNone;
+  std::vector<std::string> command;  ///< kCommand: argv template, placeholders as `command`'s
+  double timeout_s = 60.0;           ///< per check; past it the check fails
+  bool operator==(const PreflightSpec&) const = default;
+};
+
 /// `program:` of an experiment. Empty `command` = not a program cell.
 struct ProgramSpec {
   std::vector<std::string> command;        ///< argv template; [0] found on PATH or in the tree
@@ -36,6 +56,10 @@ struct ProgramSpec {
   /// command[0] of `python` or `python3`, is the value of `{python}`, and its folder comes
   /// first on PATH. A relative path in a matrix is made absolute from the matrix's folder.
   std::string python;
+  /// Rank 0's check before any cell. Not part of the cell's identity, not sent to the
+  /// workers, not in the cell's stored spec (the stored matrix text has it): how a
+  /// configuration is checked does not change what is measured.
+  PreflightSpec preflight;
   bool operator==(const ProgramSpec&) const = default;
 };
 
@@ -84,6 +108,12 @@ std::string program_interpreter(const ProgramSpec& program);
 /// `python:` is given. Throws std::invalid_argument like substitute_placeholders.
 std::vector<std::string> program_argv(const ProgramSpec& program,
                                       std::map<std::string, std::string> values);
+
+/// The preflight command as run (Note [Program preflight]): kHydra, program_argv followed by
+/// `--cfg` `job`; kCommand, the preflight template substituted and its command[0] replaced
+/// like program_argv's; kNone, empty. Throws std::invalid_argument like program_argv.
+std::vector<std::string> preflight_argv(const ProgramSpec& program,
+                                        const std::map<std::string, std::string>& values);
 
 /// PATH as if `python:`'s environment were activated: the interpreter's folder, then
 /// `caller_path`; nullopt when `program` has no `python:` with a folder (PATH unchanged).

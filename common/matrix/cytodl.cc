@@ -207,24 +207,35 @@ class RowReader {
     experiment.data = DataSpec{};
     experiment.program = *program_;
     experiment.program_where = experiment.where;
-    std::vector<std::string> command;
-    for (const auto& arg : program_->command) {
+    experiment.program.command = row_argv(program_->command, "command", row, overrides);
+    // Note [Program preflight]: a check of the user's own sees the row as the program does.
+    experiment.program.preflight.command =
+        row_argv(program_->preflight.command, "preflight", row, overrides);
+    for (auto& [name, value] : experiment.program.env) {
+      value = substitute_known_placeholders(value, row);
+    }
+  }
+
+  /// `templ` (the template's `key`) with the row's columns filled in and an element that is
+  /// exactly `{overrides}` replaced by the row's overrides, one element each.
+  std::vector<std::string> row_argv(const std::vector<std::string>& templ, const char* key,
+                                    const std::map<std::string, std::string>& row,
+                                    const std::vector<std::string>& overrides) {
+    std::vector<std::string> argv;
+    for (const auto& arg : templ) {
       if (arg == "{overrides}") {
-        for (const auto& item : overrides) command.push_back(escape_braces(item));
+        for (const auto& item : overrides) argv.push_back(escape_braces(item));
         continue;
       }
       if (arg.find("{overrides}") != std::string::npos) {
-        diagnostics_.error({program_template_path(file_).string(), 0, 0, "command"},
+        diagnostics_.error({program_template_path(file_).string(), 0, 0, key},
                            "'" + arg +
                                "': write {overrides} as an argv element of its own (it "
                                "becomes one element per override)");
       }
-      command.push_back(substitute_known_placeholders(arg, row));
+      argv.push_back(substitute_known_placeholders(arg, row));
     }
-    experiment.program.command = std::move(command);
-    for (auto& [name, value] : experiment.program.env) {
-      value = substitute_known_placeholders(value, row);
-    }
+    return argv;
   }
 
   void error(const CsvField& field, const std::string& column, const std::string& message) {

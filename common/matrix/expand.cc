@@ -291,6 +291,8 @@ class ExperimentResolver {
     }
     std::vector<std::string> texts = cell.program.command;
     for (const auto& [name, value] : cell.program.env) texts.push_back(value);
+    const auto& preflight = cell.program.preflight.command;
+    texts.insert(texts.end(), preflight.begin(), preflight.end());
     for (const auto& text : texts) {
       try {
         for (const auto& name : placeholder_names(text)) {

@@ -317,8 +317,13 @@ bool translate(const RawError& error, const YAML::Node& root, SchemaDocuments& d
     const auto suggestion = closest_match(value, allowed);
     if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
   } else if (starts_with(text, "Expected number greater than")) {
-    message = describe_node(node) + " is too small; use a value >= " +
-              (schema ? schema->value("minimum", Json(0)).dump() : "the minimum");
+    if (schema && schema->contains("exclusiveMinimum")) {
+      message = describe_node(node) + " is too small; use a value > " +
+                schema->at("exclusiveMinimum").dump();
+    } else {
+      message = describe_node(node) + " is too small; use a value >= " +
+                (schema ? schema->value("minimum", Json(0)).dump() : "the minimum");
+    }
   } else if (starts_with(text, "Array should contain no fewer")) {
     message = "the list is empty; give at least one value";
   } else if (starts_with(text, "Object should have no fewer")) {

@@ -212,7 +212,25 @@ void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader
   }
 }
 
-/// `program:` (docs/programs.md): command, env and python, schema-checked before.
+/// `preflight` and `preflight_timeout_s` of a program (Note [Program preflight] in
+/// orchestrator/program_preflight.h): `none`, `hydra` or an argv template; schema-checked.
+void read_preflight(const YAML::Node& program, const std::string& at, Reader& reader,
+                    PreflightSpec& preflight) {
+  if (const YAML::Node node = program["preflight"]; node && node.IsSequence()) {
+    preflight.kind = PreflightKind::kCommand;
+    preflight.command =
+        reader.list<std::string>(node, at + ".preflight", "strings").value_or(preflight.command);
+  } else if (node) {
+    const auto kind = reader.scalar<std::string>(node, at + ".preflight", "none or hydra");
+    preflight.kind = kind == "hydra" ? PreflightKind::kHydra : PreflightKind::kNone;
+  }
+  if (const YAML::Node node = program["preflight_timeout_s"]) {
+    preflight.timeout_s = reader.scalar<double>(node, at + ".preflight_timeout_s", "a number")
+                              .value_or(preflight.timeout_s);
+  }
+}
+
+/// `program:` (docs/programs.md): command, env, python and preflight, schema-checked before.
 ProgramSpec read_program(const YAML::Node& program, const std::string& at, Reader& reader) {
   ProgramSpec spec;
   if (auto command = reader.list<std::string>(program["command"], at + ".command", "strings")) {
@@ -236,6 +254,7 @@ ProgramSpec read_program(const YAML::Node& program, const std::string& at, Reade
               .value_or("");
     }
   }
+  read_preflight(program, at, reader, spec.preflight);
   return spec;
 }
 
@@ -564,7 +583,8 @@ std::optional<ProgramSpec> read_program_template(const std::string& text, const 
                                                  Diagnostics& diagnostics) {
   const auto root = checked_document(
       text, file, "program-template.schema.json",
-      "a program template must be a mapping with 'command' (and optionally 'env' and 'python')",
+      "a program template must be a mapping with 'command' (and optionally 'env', 'python', "
+      "'preflight' and 'preflight_timeout_s')",
       diagnostics);
   if (!root) return std::nullopt;
   Reader reader(file, diagnostics);
