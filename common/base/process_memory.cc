@@ -1,13 +1,14 @@
 #include "common/base/process_memory.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -75,10 +76,23 @@ std::optional<ProcStat> parse_proc_stat(std::string_view stat_text) {
   return ProcStat{*group, *rss, state.empty() ? '?' : state.front()};
 }
 
+// Note [Reading a process that exits]: /proc/<pid>/stat of a process that exits between the
+// open and the read fails the read with ESRCH, and libstdc++'s filebuf throws on a failed read
+// whatever the stream's exception mask (an ASan ctest run saw "basic_filebuf::underflow error
+// reading the file: No such process" from a directory scan). So the file is read with
+// open/read: a process gone at any point is nullopt, never an exception.
 std::optional<ProcStat> read_proc_stat(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return std::nullopt;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string text;
+  std::array<char, 1024> buffer{};
+  ssize_t got = 0;
+  while ((got = ::read(fd, buffer.data(), buffer.size())) > 0) {
+    text.append(buffer.data(), static_cast<size_t>(got));
+  }
+  ::close(fd);
+  if (got < 0) return std::nullopt;
   return parse_proc_stat(text);
 }
 

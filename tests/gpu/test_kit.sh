@@ -102,8 +102,11 @@ check_device_check_without_gpu() {
   torch_version="$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')"
   pack_kit "$work/kit" "$torch_version" none "${files[@]}"
   SCALEBENCH_NODE_PYTHON="$python" "${runner[@]}" "$here/device_check.sh" "$work/kit" \
-    "$work/check" 120 >"$work/device_check.out" 2>&1 || status=$?
+    "$work/check" 300 >"$work/device_check.out" 2>&1 || status=$?
   ((status == 1)) || fail "device_check.sh without a GPU exited $status, not 1 (see $work/device_check.out)"
+  # A detect that ran out of its time limit (a loaded machine) says so, not "missing libraries".
+  ! grep -qE '^\| detect \| ran out of time' "$work/check/summary.md" ||
+    fail "device_check.sh: detect ran out of its time limit (a loaded machine? see $work/check/checks.log)"
   grep -q 'ldd: every binary and library of the kit finds what it needs' "$work/check/checks.log" ||
     fail "device_check.sh: ldd found missing libraries (see $work/check/checks.log)"
   grep -qE '^\| detect \| failed .*no GPU' "$work/check/summary.md" ||
