@@ -135,7 +135,8 @@ struct RankResult {
   std::string stop_reason;
   std::string warmup_reason;
   /// Note [Operator profiles]: the operator table of the steps run under the profiler
-  /// (`profile_steps` > 0, built-in cells); unset for other cells.
+  /// (`profile_steps` > 0: a built-in cell's, or a program cell's from its client's `profile`
+  /// record, Note [Program profiles] in protocol/program/program_profile.h); unset otherwise.
   std::optional<OpProfile> profile;
   bool operator==(const RankResult&) const = default;
 

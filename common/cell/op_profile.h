@@ -8,7 +8,9 @@
 // measured ones under LibTorch's profiler (worker/op_profiler.h); they are never rows of
 // `timings`, so every measured figure is the one the cell has without profiling (the
 // profiler slows what it watches: its cost per step is the rank metric `profile_step_s`
-// against the summary's median, docs/profiles.md).
+// against the summary's median, docs/profiles.md). A program cell's program profiles its own
+// steps through scalebench_client, which reduces the events by these same rules in Python
+// (Note [Program profiles] in protocol/program/program_profile.h).
 //
 // The profiler hands a flat list of events (start, end, thread). Three facts are rebuilt here,
 // in a pure function with a table test:

@@ -1,0 +1,167 @@
+"""Operator profiles of program cells on a real run (docs/profiles.md#program-cells, Note
+[Program profiles] in protocol/program/program_profile.h): a plain PyTorch training script on
+two branches of a repository made here, branch `extra` adding `x @ W` (W a 256 x 256 buffer)
+to the forward, each run by `scalebench run` under mpirun as a program cell with
+`profile_steps: 4`. Checked: the profiled steps are no measured rows (the timings hold the
+warm-up and measured steps asked, the steps check counts them so), each rank's operator
+table is stored as a built-in cell's, `analyze --ops` reads it per phase, and `compare --ops`
+ranks the added matmul first.
+
+Needs a build: SCALEBENCH_BUILD_DIR (tests/run_all.sh sets it); skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import pytest
+
+from programfiles import read_program_cells
+
+from conftest import run_cli, run_scalebench
+
+BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
+CLIENT = Path(__file__).resolve().parents[2] / "protocol" / "client"
+
+#: The user's program: phases forward, backward, optimizer through scalebench_client; the
+#: branch `extra` sets EXTRA_MATMUL.
+PROGRAM = """
+import argparse
+
+import scalebench_client as sb
+import torch
+
+EXTRA_MATMUL = False
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int)
+parser.add_argument("--batch-size", type=int)
+args = parser.parse_args()
+torch.manual_seed(0)
+model = torch.nn.Sequential(
+    torch.nn.Linear(256, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)
+)
+square = torch.randn(256, 256) / 16
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(args.batch_size, 256)
+y = torch.randint(0, 10, (args.batch_size,))
+for _ in range(args.steps):
+    with sb.step():
+        with sb.phase("forward"):
+            inputs = x @ square if EXTRA_MATMUL else x
+            loss = torch.nn.functional.cross_entropy(model(inputs), y)
+        with sb.phase("backward"):
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+        with sb.phase("optimizer"):
+            optimizer.step()
+sb.metric("loss", loss.item())
+"""
+
+WARMUP, ITERATIONS, PROFILED = 2, 15, 4
+
+
+def _git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def profiled_run(tmp_path_factory) -> Path:
+    if not BUILD:
+        pytest.skip("needs SCALEBENCH_BUILD_DIR (a build)")
+    work = tmp_path_factory.mktemp("program_ops")
+    repo = work / "repo"
+    repo.mkdir()
+    git = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    _git("init", "-q", "-b", "main", cwd=repo)
+    (repo / "train.py").write_text(PROGRAM)
+    _git("add", "train.py", cwd=repo)
+    _git(*git, "commit", "-q", "-m", "main", cwd=repo)
+    _git("checkout", "-q", "-b", "extra", cwd=repo)
+    (repo / "train.py").write_text(PROGRAM.replace("EXTRA_MATMUL = False", "EXTRA_MATMUL = True"))
+    _git(*git, "commit", "-q", "-am", "an extra matmul in forward", cwd=repo)
+    matrix = {
+        "name": "program-ops",
+        "repo": str(repo),
+        "branches": ["main", "extra"],
+        "defaults": {
+            "device": "cpu",
+            "warmup": WARMUP,
+            "iterations": ITERATIONS,
+            "timeout_s": 120,
+            "cpu_threads": 1,
+            "profile_steps": PROFILED,
+        },
+        "sweep": {"modes": ["train"], "batch_sizes": [256], "world_sizes": [1]},
+        "experiments": [
+            {
+                "name": "mlp",
+                "program": {
+                    "python": sys.executable,
+                    "command": [
+                        "python",
+                        "train.py",
+                        "--steps",
+                        "{steps}",
+                        "--batch-size",
+                        "{batch_size}",
+                    ],
+                    "env": {"PYTHONPATH": str(CLIENT)},
+                },
+            }
+        ],
+    }
+    return run_scalebench(matrix, work)
+
+
+def test_the_profiled_steps_are_no_measured_rows_and_each_rank_stores_its_table(profiled_run):
+    cells = read_program_cells(str(profiled_run))
+    assert {c["attrs"]["branch"] for c in cells.values()} == {"main", "extra"}
+    for cell in cells.values():
+        argv = cell["argv"][0]
+        assert argv[argv.index("--steps") + 1] == str(WARMUP + ITERATIONS + PROFILED)
+        assert cell["timings"].shape[1] == WARMUP + ITERATIONS  # no profiled row
+        (metrics,) = cell["metrics"]
+        assert metrics["program_steps_run"] == metrics["program_steps_asked"] == 17
+        assert metrics["profile_steps"] == PROFILED
+        assert metrics["profile_step_s"] > 0
+        assert "profile_steps" not in cell["attrs"].get("ineffective_reasons", "")
+        assert "steps:" not in cell["attrs"].get("untrusted_reasons", "")
+    with h5py.File(profiled_run, "r") as f:
+        for cell_id in cells:
+            group = f[f"cells/{cell_id}/profile"]
+            assert int(group.attrs["steps"]) == PROFILED
+            assert json.loads(group.attrs["activities"]) == ["cpu"]
+            phases = {p.decode() for p in group["phases"][()]}
+            assert {"forward", "backward", "optimizer"} <= phases, phases
+
+
+def test_analyze_ops_shows_each_phases_operators(profiled_run):
+    done = run_cli("analyze", str(profiled_run), "--ops", "--format", "json", check_rc=0)
+    entries = json.loads(done.stdout)
+    assert len(entries) == 2 and all(entry["steps"] == PROFILED for entry in entries)
+    for entry in entries:
+        by_phase = {}
+        for op in entry["ops"]:
+            by_phase.setdefault(op["phase"], set()).add(op["name"])
+        assert "aten::addmm" in by_phase["forward"], by_phase
+        assert "aten::mm" in by_phase["backward"], by_phase
+        assert "aten::addmm" not in by_phase.get("backward", set())
+
+
+def test_compare_ops_ranks_the_added_matmul_first(profiled_run):
+    done = run_cli(
+        "compare", str(profiled_run), "--branches", "main", "extra", "--ops", "--format", "json"
+    )
+    assert done.returncode in (0, 1), done.stderr
+    (pair,) = json.loads(done.stdout)
+    first = pair["ops"][0]
+    assert (first["change"], first["phase"], first["name"]) == ("added", "forward", "aten::mm")
+    assert first["share_of_step_change"] > 0.3
+    text = run_cli("compare", str(profiled_run), "--branches", "main", "extra", "--ops").stdout
+    assert "aten::mm" in text and "unexplained" in text
