@@ -334,9 +334,7 @@ def test_compare_ops_ranks_the_added_matmul_first(two_branches):
     assert first["share_of_step_change"] == pytest.approx(
         first["delta_self_ms"] / totals["step_delta_ms"]
     )
-    assert totals["all_ops_ms"] + totals["unexplained_ms"] == pytest.approx(
-        totals["step_delta_ms"]
-    )
+    assert totals["all_ops_ms"] + totals["unexplained_ms"] == pytest.approx(totals["step_delta_ms"])
     text = run_cli("compare", str(two_branches), "--branches", "main", "extra", "--ops").stdout
     assert "unexplained" in text and "aten::mm" in text
 
