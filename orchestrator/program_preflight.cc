@@ -3,10 +3,14 @@
 #include "orchestrator/program_preflight.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "common/base/subprocess.h"
 #include "common/cell/program.h"
@@ -100,8 +104,7 @@ std::vector<PreflightCheck> plan_preflight(const std::vector<CellSpec>& cells,
   return checks;
 }
 
-PreflightOutcome run_preflight_check(const PreflightCheck& check,
-                                     const std::filesystem::path& log_path) {
+PreflightOutcome run_preflight_check(const PreflightCheck& check) {
   SubprocessOptions options;
   options.argv = check.argv;
   options.working_dir = check.tree;
@@ -110,14 +113,6 @@ PreflightOutcome run_preflight_check(const PreflightCheck& check,
   options.timeout_s = check.timeout_s;
   options.separate_stderr = true;
   PreflightOutcome outcome;
-  if (!log_path.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(log_path.parent_path(), error);
-    std::ofstream log(log_path, std::ios::app);
-    log << "==== preflight of " << joined(check.sources) << " in " << check.tree.string() << ": "
-        << quote_argv(check.argv) << "\n";
-    if (log) options.log_path = log_path;  // else the check runs without its log
-  }
   try {
     const SubprocessResult result = run_subprocess(options);
     outcome.ok = result.ok();
@@ -126,10 +121,26 @@ PreflightOutcome run_preflight_check(const PreflightCheck& check,
     outcome.wall_s = result.wall_s;
     const std::string& text = result.error_output.empty() ? result.output : result.error_output;
     outcome.tail = tail_lines(text, kPreflightTailLines, kPreflightTailBytes);
+    outcome.output = result.output + result.error_output;
   } catch (const SubprocessError& e) {  // not found, not executable, no such tree
     outcome.status = std::string("could not start: ") + e.what();
   }
   return outcome;
+}
+
+void append_preflight_log(const std::filesystem::path& log_path, const PreflightCheck& check,
+                          const PreflightOutcome& outcome) {
+  std::error_code error;
+  std::filesystem::create_directories(log_path.parent_path(), error);
+  std::ofstream log(log_path, std::ios::app);
+  log << "==== preflight of " << joined(check.sources) << " in " << check.tree.string() << ": "
+      << quote_argv(check.argv) << "\n"
+      << outcome.output << (outcome.output.ends_with('\n') || outcome.output.empty() ? "" : "\n")
+      << "==== " << (outcome.ok ? "passed" : "FAILED") << ": " << outcome.status << "\n";
+}
+
+size_t preflight_jobs(size_t checks, unsigned cores) {
+  return std::clamp<size_t>(std::min<size_t>(checks, cores), 1, kPreflightMaxJobs);
 }
 
 std::string preflight_failure_text(const std::vector<PreflightCheck>& checks,
@@ -166,7 +177,8 @@ std::string preflight_failure_text(const std::vector<PreflightCheck>& checks,
 }
 
 std::string preflight_summary(const std::vector<PreflightCheck>& checks,
-                              const std::vector<PreflightOutcome>& outcomes) {
+                              const std::vector<PreflightOutcome>& outcomes, double elapsed_s,
+                              size_t jobs) {
   if (checks.empty()) return "";
   size_t cells = 0;
   for (const auto& check : checks) cells += check.cells;
@@ -179,8 +191,9 @@ std::string preflight_summary(const std::vector<PreflightCheck>& checks,
   const size_t n = checks.size();
   return "preflight: " + std::to_string(passed) + " of " + std::to_string(n) + " configuration" +
          (n == 1 ? "" : "s") + " of " + std::to_string(cells) + " program cell" +
-         (cells == 1 ? "" : "s") + " passed in " + format_seconds(wall_s) + " (" +
-         format_seconds(wall_s / static_cast<double>(n)) + " each)";
+         (cells == 1 ? "" : "s") + " passed in " + format_seconds(elapsed_s) + " (" +
+         format_seconds(wall_s / static_cast<double>(n)) + " each, " + std::to_string(jobs) +
+         " at a time)";
 }
 
 std::string preflight_program_cells(const std::vector<CellSpec>& cells,
@@ -189,13 +202,34 @@ std::string preflight_program_cells(const std::vector<CellSpec>& cells,
                                     const std::string& skip_hint,
                                     const std::function<void(const std::string&)>& note) {
   const auto checks = plan_preflight(cells, context);
-  std::vector<PreflightOutcome> outcomes;
-  for (size_t i = 0; i < checks.size(); ++i) {
-    note("preflight " + std::to_string(i + 1) + "/" + std::to_string(checks.size()) + ": " +
-         cells_of(checks[i]) + ": " + quote_argv(checks[i].argv));
-    outcomes.push_back(run_preflight_check(checks[i], log_path));
-  }
-  const std::string summary = preflight_summary(checks, outcomes);
+  if (checks.empty()) return "";
+  std::vector<PreflightOutcome> outcomes(checks.size());
+  const size_t jobs = preflight_jobs(checks.size(), std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::mutex reporting;  // note and the log: one check's lines at a time
+  const auto work = [&] {
+    for (size_t i = next++; i < checks.size(); i = next++) {
+      {
+        const std::lock_guard<std::mutex> lock(reporting);
+        note("preflight " + std::to_string(i + 1) + "/" + std::to_string(checks.size()) + ": " +
+             cells_of(checks[i]) + ": " + quote_argv(checks[i].argv));
+      }
+      outcomes[i] = run_preflight_check(checks[i]);
+      if (!log_path.empty()) {
+        const std::lock_guard<std::mutex> lock(reporting);
+        append_preflight_log(log_path, checks[i], outcomes[i]);
+      }
+    }
+  };
+  const auto started = std::chrono::steady_clock::now();
+  {
+    std::vector<std::jthread> workers;
+    for (size_t j = 1; j < jobs; ++j) workers.emplace_back(work);
+    work();
+  }  // the jthreads join here
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const std::string summary = preflight_summary(checks, outcomes, elapsed_s, jobs);
   if (const auto text = preflight_failure_text(checks, outcomes, skip_hint); !text.empty()) {
     throw PreflightError(text);
   }

@@ -21,11 +21,12 @@
 // expand to the same command share one check. Each check runs once, in its cell's tree (the
 // branch's worktree), with the cell's `env` and `python:` on PATH, the launcher's variables
 // removed, no GPU (CUDA_VISIBLE_DEVICES empty) and SCALEBENCH_PREFLIGHT=1, for at most
-// `preflight_timeout_s`. A check that exits non-zero, is killed or times out fails the run
-// before any cell with one paragraph per failed configuration: the `file:line` of every
-// cell using it (the CSV rows, the experiment's line), the check as run, where, and the end
-// of its stderr (Hydra's own message), then what to change.
-// Where: `run` checks after the worktrees are checked out and before the results file is
+// `preflight_timeout_s`, up to one per core of rank 0's host at a time (at most 8: no cell
+// runs yet, and the check's cost is mostly one interpreter's imports, CPU-bound). A check that
+// exits non-zero, is killed or times out fails the run before any cell with one paragraph per
+// failed configuration: the `file:line` of every cell using it (the CSV rows, the experiment's
+// line), the check as run, where, and the end of its stderr (Hydra's own message), then what to
+// change. Where: `run` checks after the worktrees are checked out and before the results file is
 // created, so a failed check leaves nothing to --force or --resume (exit status 2, bad
 // input); this is before the prepare steps, which record their failures in that file: a
 // check that needs what a prepare step makes must be `none` (or run with --no-preflight).
@@ -83,6 +84,7 @@ struct PreflightOutcome {
   bool timed_out = false;
   std::string status;  ///< "exit status 1", "timed out after 60 s; ...", "could not start: ..."
   std::string tail;    ///< the end of its stderr (of its stdout when stderr is empty)
+  std::string output;  ///< stdout, then stderr (each tail-limited by Subprocess), for the log
   double wall_s = 0.0;
 };
 
@@ -90,11 +92,20 @@ struct PreflightOutcome {
 inline constexpr std::size_t kPreflightTailLines = 20;
 inline constexpr std::size_t kPreflightTailBytes = 3000;
 
-/// Runs `check` (Subprocess: its own process group, killed past timeout_s); its output is
-/// appended to `log_path` after a header line when that is not empty. Never throws for a
-/// check that fails or cannot start (nor for a log it cannot write): the outcome says so.
-PreflightOutcome run_preflight_check(const PreflightCheck& check,
-                                     const std::filesystem::path& log_path);
+/// Most checks run at once (each is a Python start: imports of a few hundred MiB).
+inline constexpr std::size_t kPreflightMaxJobs = 8;
+
+/// How many checks run at once: one per core, at most kPreflightMaxJobs, at least 1. Pure.
+size_t preflight_jobs(size_t checks, unsigned cores);
+
+/// Runs `check` (Subprocess: its own process group, killed past timeout_s). Never throws for
+/// a check that fails or cannot start: the outcome says so. Thread-safe (one child each).
+PreflightOutcome run_preflight_check(const PreflightCheck& check);
+
+/// Appends `check`'s command, output and status to `log_path` (created with its folder);
+/// a log that cannot be written is skipped.
+void append_preflight_log(const std::filesystem::path& log_path, const PreflightCheck& check,
+                          const PreflightOutcome& outcome);
 
 /// The error text of the failed checks (outcomes[i] is checks[i]'s); "" when all passed.
 /// `skip_hint` ends it: how to run without the check. Pure.
@@ -102,9 +113,11 @@ std::string preflight_failure_text(const std::vector<PreflightCheck>& checks,
                                    const std::vector<PreflightOutcome>& outcomes,
                                    const std::string& skip_hint);
 
-/// "preflight: 3 configurations of 8 program cells passed in 4.2 s (1.4 s each)". Pure.
+/// "preflight: 3 of 3 configurations of 8 program cells passed in 4.2 s (2.8 s each, 2 at a
+/// time)": `elapsed_s` the checks' wall time together, `jobs` as preflight_jobs. Pure.
 std::string preflight_summary(const std::vector<PreflightCheck>& checks,
-                              const std::vector<PreflightOutcome>& outcomes);
+                              const std::vector<PreflightOutcome>& outcomes, double elapsed_s,
+                              size_t jobs);
 
 /// A configuration failed its check: nothing has run.
 class PreflightError : public InputError {
@@ -112,9 +125,10 @@ class PreflightError : public InputError {
   using InputError::InputError;
 };
 
-/// plan_preflight, then each check in order (`note` gets one line as each starts); throws
-/// PreflightError(preflight_failure_text(...)) after running every check when one failed.
-/// Returns the summary ("" when no cell has a check).
+/// plan_preflight, then every check, preflight_jobs of them at a time (`note` gets one line
+/// as each starts, never two calls at once; each check's output is appended to `log_path`
+/// when it is not empty); throws PreflightError(preflight_failure_text(...)) after running
+/// every check when one failed. Returns the summary ("" when no cell has a check).
 std::string preflight_program_cells(const std::vector<CellSpec>& cells,
                                     const PreflightContext& context,
                                     const std::filesystem::path& log_path,

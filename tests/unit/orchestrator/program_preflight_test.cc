@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -167,9 +169,17 @@ TEST(PreflightFailureText, ATimeoutSaysToRaiseTheLimitAndAllPassedIsEmpty) {
   passed.ok = true;
   passed.wall_s = 1.5;
   EXPECT_EQ(preflight_failure_text(checks, {passed}, "hint"), "");
-  EXPECT_EQ(preflight_summary(checks, {passed}),
-            "preflight: 1 of 1 configuration of 1 program cell passed in 1.5 s (1.5 s each)");
-  EXPECT_EQ(preflight_summary({}, {}), "");
+  EXPECT_EQ(preflight_summary(checks, {passed}, 1.6, 1),
+            "preflight: 1 of 1 configuration of 1 program cell passed in 1.6 s (1.5 s each, 1 at a "
+            "time)");
+  EXPECT_EQ(preflight_summary({}, {}, 0, 1), "");
+}
+
+TEST(PreflightJobs, OnePerCoreAtMostEightAtLeastOne) {
+  EXPECT_EQ(preflight_jobs(1, 16), 1U);
+  EXPECT_EQ(preflight_jobs(5, 2), 2U);
+  EXPECT_EQ(preflight_jobs(20, 64), kPreflightMaxJobs);
+  EXPECT_EQ(preflight_jobs(3, 0), 1U) << "hardware_concurrency() may not know";
 }
 
 class RunPreflightCheck : public ::testing::Test {
@@ -199,30 +209,36 @@ TEST_F(RunPreflightCheck, RunsInTheTreeWithoutTheLaunchersVariablesAndKeepsStder
   const auto ok = run_preflight_check(
       shell("test \"$SCALEBENCH_PREFLIGHT\" = 1 && test -z \"$OMPI_COMM_WORLD_RANK\" && "
             "test \"$(pwd -P)\" = \"$(cd " +
-            root_.string() + " && pwd -P)\""),
-      root_ / "logs" / "preflight.log");
+            root_.string() + " && pwd -P)\""));
   ::unsetenv("OMPI_COMM_WORLD_RANK");
   EXPECT_TRUE(ok.ok) << ok.status << ok.tail;
-  EXPECT_TRUE(fs::exists(root_ / "logs" / "preflight.log"));
 
-  const auto failed = run_preflight_check(
-      shell("echo 'the config' ; echo \"Key 'max_stepz' is not in struct\" >&2; exit 1"), {});
+  const PreflightCheck check =
+      shell("echo 'the config' ; echo \"Key 'max_stepz' is not in struct\" >&2; exit 1");
+  const auto failed = run_preflight_check(check);
   EXPECT_FALSE(failed.ok);
   EXPECT_EQ(failed.status, "exit status 1");
   EXPECT_EQ(failed.tail, "Key 'max_stepz' is not in struct\n");
+  append_preflight_log(root_ / "logs" / "preflight.log", check, failed);
+  std::ifstream log(root_ / "logs" / "preflight.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("==== preflight of m.yaml:9 in "), std::string::npos) << text;
+  EXPECT_NE(text.find("the config\nKey 'max_stepz' is not in struct\n==== FAILED: exit status 1\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(RunPreflightCheck, ATimeoutOrAMissingProgramIsAFailedCheckNotAnException) {
   PreflightCheck slow = shell("sleep 30");
   slow.timeout_s = 0.3;
-  const auto timed_out = run_preflight_check(slow, {});
+  const auto timed_out = run_preflight_check(slow);
   EXPECT_FALSE(timed_out.ok);
   EXPECT_TRUE(timed_out.timed_out);
   EXPECT_LT(timed_out.wall_s, 10.0);
 
   PreflightCheck missing = shell("");
   missing.argv = {"/nonexistent/python", "train.py"};
-  const auto not_started = run_preflight_check(missing, {});
+  const auto not_started = run_preflight_check(missing);
   EXPECT_FALSE(not_started.ok);
   EXPECT_TRUE(not_started.status.starts_with("could not start: ")) << not_started.status;
 }
