@@ -2,10 +2,11 @@
 [Program profiles] in protocol/program/program_profile.h): a plain PyTorch training script on
 two branches of a repository made here, branch `extra` adding `x @ W` (W a 256 x 256 buffer)
 to the forward, each run by `scalebench run` under mpirun as a program cell with
-`profile_steps: 4`. Checked: the profiled steps are no measured rows (the timings hold the
+`profile_steps: 8`. Checked: the profiled steps are no measured rows (the timings hold the
 warm-up and measured steps asked, the steps check counts them so), each rank's operator
 table is stored as a built-in cell's, `analyze --ops` reads it per phase, and `compare --ops`
-ranks the added matmul first.
+ranks the added matmul first (its share of the measured change is not asserted: a loaded
+machine moves the measured change, issue 43).
 
 Needs a build: SCALEBENCH_BUILD_DIR (tests/run_all.sh sets it); skipped otherwise.
 """
@@ -63,7 +64,9 @@ for _ in range(args.steps):
 sb.metric("loss", loss.item())
 """
 
-WARMUP, ITERATIONS, PROFILED = 2, 15, 4
+#: Batch 1024 and 8 profiled steps: the matmul (about 3 ms a step here) stands well above what
+#: a preemption of one profiled step on a loaded machine moves another operator's self time.
+WARMUP, ITERATIONS, PROFILED, BATCH = 2, 15, 8, 1024
 
 
 def _git(*args: str, cwd: Path) -> None:
@@ -97,7 +100,7 @@ def profiled_run(tmp_path_factory) -> Path:
             "cpu_threads": 1,
             "profile_steps": PROFILED,
         },
-        "sweep": {"modes": ["train"], "batch_sizes": [256], "world_sizes": [1]},
+        "sweep": {"modes": ["train"], "batch_sizes": [BATCH], "world_sizes": [1]},
         "experiments": [
             {
                 "name": "mlp",
@@ -127,7 +130,7 @@ def test_the_profiled_steps_are_no_measured_rows_and_each_rank_stores_its_table(
         assert argv[argv.index("--steps") + 1] == str(WARMUP + ITERATIONS + PROFILED)
         assert cell["timings"].shape[1] == WARMUP + ITERATIONS  # no profiled row
         (metrics,) = cell["metrics"]
-        assert metrics["program_steps_run"] == metrics["program_steps_asked"] == 17
+        assert metrics["program_steps_run"] == metrics["program_steps_asked"] == WARMUP + ITERATIONS
         assert metrics["profile_steps"] == PROFILED
         assert metrics["profile_step_s"] > 0
         assert "profile_steps" not in cell["attrs"].get("ineffective_reasons", "")
@@ -161,7 +164,14 @@ def test_compare_ops_ranks_the_added_matmul_first(profiled_run):
     assert done.returncode in (0, 1), done.stderr
     (pair,) = json.loads(done.stdout)
     first = pair["ops"][0]
+    # What the profile controls: the operator the branch added, all of its profiled self time
+    # new, is the largest change. How much of the measured step change it explains depends on
+    # the machine being quiet while both cells ran (issue 43, as in test_ops.py): a figure of
+    # docs/profiles.md, not an assertion; its share is consistent with that change.
     assert (first["change"], first["phase"], first["name"]) == ("added", "forward", "aten::mm")
-    assert first["share_of_step_change"] > 0.3
+    assert first["delta_self_ms"] > 0 and first["base_calls"] == 0 < first["new_calls"]
+    assert first["share_of_step_change"] == pytest.approx(
+        first["delta_self_ms"] / pair["step_delta_ms"]
+    )
     text = run_cli("compare", str(profiled_run), "--branches", "main", "extra", "--ops").stdout
     assert "aten::mm" in text and "unexplained" in text
