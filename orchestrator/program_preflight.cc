@@ -229,11 +229,10 @@ std::string preflight_program_cells(const std::vector<CellSpec>& cells,
   }  // the jthreads join here
   const double elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const std::string summary = preflight_summary(checks, outcomes, elapsed_s, jobs);
   if (const auto text = preflight_failure_text(checks, outcomes, skip_hint); !text.empty()) {
     throw PreflightError(text);
   }
-  return summary;
+  return preflight_summary(checks, outcomes, elapsed_s, jobs);
 }
 
 }  // namespace scalebench
