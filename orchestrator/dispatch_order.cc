@@ -1,5 +1,6 @@
 #include "orchestrator/dispatch_order.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/cell/repetition_stats.h"
@@ -10,15 +11,28 @@ bool is_interleaved(const CellSpec& cell) { return cell.repetitions > 1 && cell.
 
 std::vector<CellSpec> dispatch_order(std::vector<CellSpec> cells, uint64_t seed) {
   std::vector<size_t> positions;
+  int rounds = 0;
   for (size_t i = 0; i < cells.size(); ++i) {
-    if (is_interleaved(cells[i])) positions.push_back(i);
+    if (!is_interleaved(cells[i])) continue;
+    positions.push_back(i);
+    rounds = std::max(rounds, static_cast<int>(cells[i].repetition) + 1);
   }
+  // Round r holds repetition r of every interleaved cell, in matrix order, then shuffled
+  // (Fisher-Yates: swap item i with one of 0..i); the rounds follow one another.
+  std::vector<CellSpec> order;
+  order.reserve(positions.size());
   uint64_t state = seed;
-  // Fisher-Yates over the interleaved positions: swap position i with one of 0..i.
-  for (size_t i = positions.size(); i > 1; --i) {
-    const size_t j = splitmix64_next(state) % i;
-    std::swap(cells[positions[i - 1]], cells[positions[j]]);
+  for (int round = 0; round < rounds; ++round) {
+    const size_t begin = order.size();
+    for (const size_t position : positions) {
+      if (cells[position].repetition == round) order.push_back(cells[position]);
+    }
+    for (size_t i = order.size() - begin; i > 1; --i) {
+      const size_t j = splitmix64_next(state) % i;
+      std::swap(order[begin + i - 1], order[begin + j]);
+    }
   }
+  for (size_t k = 0; k < positions.size(); ++k) cells[positions[k]] = std::move(order[k]);
   return cells;
 }
 

@@ -141,7 +141,7 @@ PreparedRun prepare_run(const RunOptions& options, const std::vector<WorkerHello
                  << branch.worktree.string();
   }
   prepared.store->set_commit_info(std::move(commit_info));
-  // Note [Repetitions]: interleaved repetitions run in a seeded shuffle; resume keeps the
+  // Note [Repetitions]: interleaved repetitions run in seeded rounds; resume keeps the
   // order of the cells still to run.
   const uint64_t order_seed =
       options.order_seed.value_or(default_order_seed(matrix_hash(matrix.cell_ids())));

@@ -66,11 +66,29 @@ run_step() {
 # long test runs, and a failure names its seed. `SCALEBENCH_LONG_TESTS=all` runs them all
 # (before a submission that touches what they cover); SCALEBENCH_TEST_SEED=<n> repeats a
 # sample. The label `long` is set beside each test's definition (tests/mpi, tests/faults).
+# The names of the tests that failed, "<preset>: <name>", for the last lines of the output
+# (CI keeps the end of a long log; the table alone does not say which test failed). A file,
+# since `timed` runs each step in a subshell.
+failed_tests_file="$repo/build/failed-tests.txt"
+mkdir -p "$repo/build"
+: >"$failed_tests_file"
+# ctest_run <preset> <ctest arguments...>: ctest, remembering the names of failed tests.
+ctest_run() {
+  local preset="$1" failed_log name
+  shift
+  failed_log="$repo/build/$preset/Testing/Temporary/LastTestsFailed.log"
+  rm -f "$failed_log"
+  ctest --preset "$preset" "$@" && return 0
+  if [[ -f "$failed_log" ]]; then
+    while IFS= read -r name; do echo "$preset: ${name#*:}"; done <"$failed_log" >>"$failed_tests_file"
+  fi
+  return 1
+}
 # ctest_sampled <preset> <label regex of the long tests>
 ctest_sampled() {
   local preset="$1" long="$2" rc=0
   if [[ "${SCALEBENCH_LONG_TESTS:-sample}" == all ]]; then
-    ctest --preset "$preset" -j 2
+    ctest_run "$preset" -j 2
     return
   fi
   local seed="${SCALEBENCH_TEST_SEED:-$RANDOM}" names chosen
@@ -79,9 +97,9 @@ ctest_sampled() {
     shuf -n $(((${#names[@]} + 2) / 3)) --random-source=<(yes "$seed"))
   echo "long tests (labels $long): ${#chosen[@]} of ${#names[@]} this run (seed $seed): ${chosen[*]}"
   echo "  the same sample: SCALEBENCH_TEST_SEED=$seed; every one: SCALEBENCH_LONG_TESTS=all"
-  ctest --preset "$preset" -j 2 -LE "$long" || rc=1
+  ctest_run "$preset" -j 2 -LE "$long" || rc=1
   if ((${#chosen[@]})); then
-    ctest --preset "$preset" -j 2 -R "^($(IFS='|'; echo "${chosen[*]}"))\$" || rc=1
+    ctest_run "$preset" -j 2 -R "^($(IFS='|'; echo "${chosen[*]}"))\$" || rc=1
   fi
   return "$rc"
 }
@@ -266,6 +284,10 @@ print_timings
 echo
 if ((${#failures[@]})); then
   echo "FAILED suites: ${failures[*]}"
+  if [[ -s "$failed_tests_file" ]]; then
+    echo "FAILED tests (their output is above, under the suite's heading):"
+    sed 's/^/  /' "$failed_tests_file"
+  fi
   exit 1
 fi
 echo "all suites passed"

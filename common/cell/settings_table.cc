@@ -394,8 +394,8 @@ const std::vector<SettingDef>& settings_table() {
       {.key = "interleave",
        .json_key = "interleave",
        .type = kBool,
-       .doc = "repetitions > 1: run the repetitions in a seeded random order among the other "
-              "interleaved cells (false: one after the other)",
+       .doc = "repetitions > 1: run repetition k of every interleaved cell in round k, in a "
+              "seeded random order within the round (false: one after the other)",
        .id = IdRule::kNever,
        .get = get<&CellSpec::interleave>,
        .set = set<&CellSpec::interleave>},

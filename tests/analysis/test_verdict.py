@@ -85,6 +85,44 @@ def test_p_value_and_interval_agree_and_match_welch():
         assert row["ci_low"] <= row["ratio"] <= row["ci_high"]
 
 
+def test_paired_test_matches_scipy_and_agrees_with_its_interval():
+    """pairs=True: the paired t test of the log run medians (scipy's ttest_rel), its
+    interval the exponential of the mean difference's t interval; p < alpha exactly when
+    the interval excludes 1."""
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        n = int(rng.integers(2, 7))
+        base = rng.lognormal(0.0, 0.05, n)
+        new = base * rng.lognormal(rng.normal(0.0, 0.03), 0.02, n)
+        row = verdict.judge(base, new, ALPHA, pairs=True)
+        excludes = row["ci_low"] > 1.0 or row["ci_high"] < 1.0
+        assert (row["p_value"] < ALPHA) == excludes, (trial, row)
+        rel = stats.ttest_rel(np.log(new), np.log(base))
+        assert row["p_value"] == pytest.approx(rel.pvalue, rel=1e-9)
+        low, high = rel.confidence_interval(1 - ALPHA)
+        assert row["ci_low"] == pytest.approx(math.exp(low), rel=1e-9)
+        assert row["ci_high"] == pytest.approx(math.exp(high), rel=1e-9)
+
+
+def test_pairs_cancel_a_drift_shared_by_both_sides_of_a_round():
+    """Rounds whose machine state drifts by 10 % between them (both sides of a round share
+    it), +5 % on the new side: the paired test finds the regression, Welch's test over the
+    runs cannot see it through the drift. A run missing on one side (NaN) drops the
+    pairing: the runs are then judged by Welch's test."""
+    states = np.array([1.0, 1.10, 0.92, 1.05])
+    base = 0.1 * states * np.array([1.0, 1.002, 0.999, 1.001])
+    new = 0.105 * states * np.array([1.001, 0.999, 1.0, 1.002])
+    assert (
+        verdict.decide(verdict.judge(base, new, ALPHA, pairs=True), 0.02, ALPHA)
+        == verdict.REGRESSION
+    )
+    assert _decided(base, new) == verdict.NOT_SIGNIFICANT
+    gap = np.append(new[:3], np.nan)
+    assert verdict.judge(base, gap, ALPHA, pairs=True)["p_value"] == pytest.approx(
+        verdict.judge(base, gap, ALPHA)["p_value"]
+    )
+
+
 def test_detects_a_shift_across_runs():
     """+10 % on every run of the new side, the machine's state varying by 1 % between runs:
     3 runs a side call it a regression, and the reverse an improvement."""

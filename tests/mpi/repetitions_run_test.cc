@@ -78,7 +78,7 @@ TEST_F(RepetitionsRun, RunsEveryRepetitionInTheSeededOrder) {
     started.emplace_back(cell.at("started_at").get<std::string>(), id);
   }
   std::sort(started.begin(), started.end());
-  // The order run is the seeded shuffle of the matrix's cells (exclusive scheduling: one
+  // The order run is the seeded rounds of the matrix's cells (exclusive scheduling: one
   // at a time, so the dispatch times give the order).
   const auto matrix = load_matrix(fs::path(root_) / "m.yaml");
   std::vector<std::string> ids;

@@ -5,7 +5,11 @@ evidence]) call a change that is not there (A/A), and how often does it find one
 
 * one:         one run per side (A, B);
 * three:       3 runs per side, one side after the other (AAA BBB);
-* interleaved: 3 runs per side alternating (ABABAB);
+* interleaved: 3 runs per side in rounds, each round's order random (AB BA AB), Welch's
+               test over the runs;
+* paired:      the interleaved design's runs judged as pairs (run k of A with run k of B,
+               the paired t test: a drift between rounds cancels, at 2 degrees of freedom
+               instead of about 4); no runs of its own;
 * adaptive:    interleaved pairs, from 3 a side up to --max-pairs, judged after each pair
                at a per-look alpha of 0.016 (Pocock's constant boundary for up to 6 looks
                at an overall 0.05), stopping once decided: significant, or the interval
@@ -50,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 PHASES = ("data", "forward", "backward")
-DESIGNS = ("one", "three", "interleaved", "adaptive")
+DESIGNS = ("one", "three", "interleaved", "paired", "adaptive")
 SCENARIOS = (("A/A", 0.0), ("+3%", 0.03), ("+10%", 0.10))
 LOOK_ALPHA = 0.016
 
@@ -97,6 +101,20 @@ def one_run(iterations: int, warmup: int, delay_s: float) -> dict:
 
 # --- the benchmark ------------------------------------------------------------------------
 
+_ORDER = np.random.default_rng(20261128)
+
+
+def run_round(args, delay_s: float, a: list, b: list) -> None:
+    """One round of an interleaved design: a run of A and one of B, in an order drawn at
+    random (AB or BA), as scalebench's dispatcher shuffles each round
+    (orchestrator/dispatch_order.h)."""
+    if _ORDER.random() < 0.5:
+        a.append(run_once(args, 0.0))
+        b.append(run_once(args, delay_s))
+    else:
+        b.append(run_once(args, delay_s))
+        a.append(run_once(args, 0.0))
+
 
 def run_once(args, delay_s: float) -> dict:
     command = [
@@ -117,7 +135,9 @@ def run_once(args, delay_s: float) -> dict:
     return json.loads(done.stdout)
 
 
-def judge(a_runs: list, b_runs: list, args, alpha: float) -> tuple[str, dict]:
+def judge(
+    a_runs: list, b_runs: list, args, alpha: float, pairs: bool = False
+) -> tuple[str, dict]:
     """(verdict, judged row) of B against A over their runs, as compare judges them."""
     from scalebench_analysis.tables import verdict
 
@@ -133,6 +153,7 @@ def judge(a_runs: list, b_runs: list, args, alpha: float) -> tuple[str, dict]:
         [r["step"] for r in b_runs],
         alpha,
         verdict.untrusted_text(reasons),
+        pairs=pairs,
     )
     return verdict.decide(row, args.threshold, alpha), row
 
@@ -148,9 +169,15 @@ def carried_by(a_runs: list, b_runs: list, alpha: float) -> str:
     return max(changed, key=lambda pc: pc[1]["delta_s"])[0] if changed else ""
 
 
-def design_runs(args, design: str, delay_s: float) -> tuple[str, list, list]:
-    """Runs one design; returns (verdict, A runs, B runs)."""
+def design_runs(
+    args, design: str, delay_s: float, previous: tuple | None = None
+) -> tuple[str, list, list]:
+    """Runs one design; returns (verdict, A runs, B runs). `previous`: the interleaved
+    design's (verdict, A runs, B runs) of this trial, which the paired design judges."""
     a, b = [], []
+    if design == "paired":
+        a, b = list(previous[1]), list(previous[2])
+        return judge(a, b, args, 0.05, pairs=True)[0], a, b
     if design == "one":
         a.append(run_once(args, 0.0))
         b.append(run_once(args, delay_s))
@@ -159,8 +186,7 @@ def design_runs(args, design: str, delay_s: float) -> tuple[str, list, list]:
         b += [run_once(args, delay_s) for _ in range(3)]
     else:
         for _ in range(3):
-            a.append(run_once(args, 0.0))
-            b.append(run_once(args, delay_s))
+            run_round(args, delay_s, a, b)
     if design != "adaptive":
         return judge(a, b, args, 0.05)[0], a, b
     while True:
@@ -174,8 +200,7 @@ def design_runs(args, design: str, delay_s: float) -> tuple[str, list, list]:
             or len(a) >= args.max_pairs
         ):
             return decided, a, b
-        a.append(run_once(args, 0.0))
-        b.append(run_once(args, delay_s))
+        run_round(args, delay_s, a, b)
 
 
 def main() -> int:
@@ -221,17 +246,26 @@ def main() -> int:
             "runs": 0,
             "noisy": 0,
             "s": 0.0,
+            "last_s": 0.0,
         }
         for d in DESIGNS
         for s, _ in SCENARIOS
     }
     for trial in range(args.trials):
         for scenario, fraction in SCENARIOS:
+            done = {}
             for design in DESIGNS:
                 start = time.perf_counter()
-                decided, a, b = design_runs(args, design, fraction * quiet)
+                done[design] = design_runs(
+                    args, design, fraction * quiet, done.get("interleaved")
+                )
+                decided, a, b = done[design]
                 t = tally[(design, scenario)]
+                # the paired design's runs are the interleaved design's: its time too
                 t["s"] += time.perf_counter() - start
+                if design == "paired":
+                    t["s"] += tally[("interleaved", scenario)]["last_s"]
+                t["last_s"] = time.perf_counter() - start
                 t["n"] += 1
                 t["runs"] += len(a) + len(b)
                 t["noisy"] += sum(r["cv"] > 0.10 for r in a + b)

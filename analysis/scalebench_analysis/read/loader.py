@@ -115,6 +115,10 @@ class Results:
     probe_times: pd.DataFrame = field(default_factory=lambda: probe_times_frame([]))
     #: Layout 1.5: one row per `/series` group (series.read_series), empty without.
     series: pd.DataFrame = field(default_factory=lambda: read_series_frame(None))
+    #: The file read, as given to `load` (kept by views of it, such as compare --branches'
+    #: per-branch ones, whose `path` names the branch): two Results with the same source
+    #: are cells of one run of the tool.
+    source: str = ""
 
     def cell(self, cell_id: str) -> pd.Series:
         """The row of `cells` for `cell_id` (KeyError when absent)."""
@@ -311,4 +315,5 @@ def load(path: str | os.PathLike) -> Results:
         probes=probes_frame(probes),
         probe_times=probe_times_frame(probes),
         series=series,
+        source=str(path),
     )

@@ -138,6 +138,7 @@ SPEEDUP_COLUMNS = [
     "p_value",
     "n_base",
     "n_new",
+    "paired",
     "throughput",
     "baseline_throughput",
     "carried_by",
@@ -306,7 +307,8 @@ def _reference(unit):
     return unit.rows[ok[0] if ok else unit.cells[0]]
 
 
-#: Columns of compare_tables' regressions. n_base / n_new: runs on each side.
+#: Columns of compare_tables' regressions. n_base / n_new: runs on each side; paired: run k
+#: of one side judged against run k of the other (runs.rounds_paired).
 REGRESSION_COLUMNS = [
     "label",
     "verdict",
@@ -323,6 +325,7 @@ REGRESSION_COLUMNS = [
     "p_adjusted",
     "n_base",
     "n_new",
+    "paired",
     "median_base_s",
     "median_new_s",
     "base_status",

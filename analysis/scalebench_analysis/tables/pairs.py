@@ -35,11 +35,13 @@ def _throughput(unit, cell_ids: list) -> float:
 
 def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict:
     """The row of two units with ok runs each (Note [Runs are the unit of evidence]):
-    verdict.judge of their run medians (verdict still "" when a test is to decide), the
-    phases' changes (`phase_changes`: (phase, verdict.phase_change) list), the
-    throughputs and speedup, trusted, accuracy and the ids."""
+    verdict.judge of their run medians (verdict still "" when a test is to decide; paired
+    when runs.rounds_paired says the runs are pairs), the phases' changes
+    (`phase_changes`: (phase, verdict.phase_change) list), the throughputs and speedup,
+    trusted, accuracy, `paired` and the ids."""
     b_runs = runs.ok_runs(base_unit)
     n_runs = runs.ok_runs(new_unit)
+    paired = runs.rounds_paired(base.results, base_unit, b_runs, new.results, new_unit, n_runs)
     reasons = {
         "base": [base.reasons.get(c, "") for c in b_runs],
         "new": [new.reasons.get(c, "") for c in n_runs],
@@ -50,6 +52,7 @@ def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict
         runs.run_figures(new_unit, n_runs),
         alpha,
         untrusted,
+        pairs=paired,
     )
     throughput = _throughput(new_unit, n_runs)
     base_throughput = _throughput(base_unit, b_runs)
@@ -63,8 +66,9 @@ def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict
         speedup=throughput / base_throughput,
         trusted=not untrusted[0],
         accuracy=accuracy.text(new_cell),
+        paired=paired,
         phase_changes=runs.phase_changes(
-            base.results, b_runs, new.results, n_runs, alpha, new_unit.mode
+            base.results, b_runs, new.results, n_runs, alpha, new_unit.mode, paired
         ),
     )
     return row
@@ -120,6 +124,8 @@ def verdict_notes(table: pd.DataFrame) -> list[str]:
                 f"[{r['ci_low'] - 1:+.1%}, {r['ci_high'] - 1:+.1%}] over "
                 f"{int(r['n_base'])} + {int(r['n_new'])} runs"
             )
+            if r.get("paired") is True:
+                line += " (paired by round)"
             phases = str(r.get("phases", "")).split("; ")
             carried = [p for p in phases if p.split(" ")[0] == r["carried_by"]]
             if carried and r["carried_by"]:

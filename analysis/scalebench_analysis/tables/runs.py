@@ -118,6 +118,35 @@ def ok_runs(unit: Unit) -> list:
     return out
 
 
+def _repetition(unit: Unit, cell_id: str) -> int:
+    return int(unit.rows[cell_id].get("repetition", 0) or 0)
+
+
+def _one_run_of_the_tool(a: Results, b: Results) -> bool:
+    """True when `a` and `b` are one results file (or views of it, as compare --branches
+    makes): two files are two runs, even of one matrix."""
+    return a is b or (bool(a.source) and a.source == b.source)
+
+
+def rounds_paired(
+    base: Results, base_unit: Unit, base_cells: list, new: Results, new_unit: Unit, new_cells: list
+) -> bool:
+    """True when the two units' ok runs are pairs of rounds (Note [Repetitions]: repetition
+    k of every interleaved cell of a run ran in round k, next to each other): both units
+    of one results file, both interleaved, and their ok runs (`base_cells`, `new_cells`, in
+    repetition order) the same repetitions, 2 or more. Then verdict.judge pairs run k with
+    run k. Runs of two files, or with a repetition missing on one side, are not pairs."""
+    if not _one_run_of_the_tool(base, new):
+        return False
+    if len(base_cells) < 2 or len(base_cells) != len(new_cells):
+        return False
+    for unit in (base_unit, new_unit):
+        if not unit.repeated or not bool(unit.spec.get("interleave", True)):
+            return False
+    base_rounds = [_repetition(base_unit, c) for c in base_cells]
+    return base_rounds == [_repetition(new_unit, c) for c in new_cells]
+
+
 def run_figures(unit: Unit, cell_ids: list, column: str = "median_s") -> list:
     """The `column` of each run (its summary `median_s` by default)."""
     return [float(unit.rows[c].get(column, math.nan)) for c in cell_ids]
@@ -159,9 +188,16 @@ def phase_medians(results: Results, cell_ids: list, phase: str, mode: str) -> li
 
 
 def phase_changes(
-    base: Results, base_cells: list, new: Results, new_cells: list, alpha: float, mode: str
+    base: Results,
+    base_cells: list,
+    new: Results,
+    new_cells: list,
+    alpha: float,
+    mode: str,
+    pairs: bool = False,
 ) -> list:
-    """(phase, verdict.phase_change) of every phase both sides timed (runs of `mode`)."""
+    """(phase, verdict.phase_change) of every phase both sides timed (runs of `mode`);
+    `pairs`: run k of one side paired with run k of the other (rounds_paired)."""
     return [
         (
             phase,
@@ -169,6 +205,7 @@ def phase_changes(
                 phase_medians(base, base_cells, phase, mode),
                 phase_medians(new, new_cells, phase, mode),
                 alpha,
+                pairs,
             ),
         )
         for phase in phase_names(base, base_cells, new, new_cells, mode)

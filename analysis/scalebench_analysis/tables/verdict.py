@@ -21,6 +21,13 @@ batch (inference) time, as its summary stores it; the repetitions of a cell are 
   interval excludes 1 (the p-value and the interval are one method and cannot disagree).
   A per-phase change (`forward +5.1 ms [4.8, 5.4]`) is the same test on the run medians of
   that phase on a linear scale (difference of the means, in seconds).
+* Pairs of rounds: when the two sides are interleaved repeated cells of one results file
+  with the same ok repetitions (runs.rounds_paired), repetition k of each ran in round k,
+  next to each other (Note [Repetitions]): run k of one side is paired with run k of the
+  other and the paired t test on the differences of the log run medians gives the
+  estimate, its interval and the p-value (n - 1 degrees of freedom; again one method). A
+  drift of the machine between rounds then cancels instead of widening the interval. Two
+  files, `interleave: false` or a repetition missing on one side: Welch's test.
 * One run on either side: the run-to-run variation is unknown, and no test can tell the
   machine from the code. The verdict is `inconclusive` ("one run per side, run-to-run
   variation unknown") with the remedy (REMEDY_ONE_RUN). A results file stores no measured
@@ -110,6 +117,36 @@ def welch(base: np.ndarray, new: np.ndarray, alpha: float, log: bool = True) -> 
     )
 
 
+def paired(base: np.ndarray, new: np.ndarray, alpha: float, log: bool = True) -> Test:
+    """The paired t test of `new` against `base`, run k of one side paired with run k of the
+    other (the same round of an interleaved run, Note [Repetitions]): the mean of the
+    differences (of the logarithms when `log`) with its t interval and p-value, n - 1
+    degrees of freedom. Each side 2 or more finite values, as many on both. Differences
+    without spread: p 1 and a point interval when they are 0, else p 0."""
+    base, new = np.asarray(base, float), np.asarray(new, float)
+    if base.size != new.size or base.size < 2:
+        raise ValueError(f"paired needs 2 or more pairs, got {base.size} and {new.size} runs")
+    if log:
+        base, new = np.log(base), np.log(new)
+    back = np.exp if log else (lambda x: x)
+    differences = new - base
+    difference = float(differences.mean())
+    se = float(differences.std(ddof=1)) / math.sqrt(differences.size)
+    if se == 0.0 or not math.isfinite(se):
+        p = 1.0 if difference == 0.0 else 0.0
+        point = float(back(difference))
+        return Test(point, point, point, p)
+    df = differences.size - 1
+    p = float(2.0 * stats.t.sf(abs(difference / se), df))
+    half = float(stats.t.ppf(1.0 - alpha / 2.0, df)) * se
+    return Test(
+        float(back(difference)),
+        float(back(difference - half)),
+        float(back(difference + half)),
+        p,
+    )
+
+
 def remedy_of(reason: str) -> str:
     """The remedy of one of quality.trust_table's reasons ("" when the reason names its
     own)."""
@@ -143,15 +180,23 @@ def _finite(values) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def judge(base_runs, new_runs, alpha: float, untrusted: tuple[str, str] = ("", "")) -> dict:
+def judge(
+    base_runs,
+    new_runs,
+    alpha: float,
+    untrusted: tuple[str, str] = ("", ""),
+    pairs: bool = False,
+) -> dict:
     """The figures of a pair from its run medians (seconds, one per run): `n_base` and
     `n_new` (runs), `median_base_s` and `median_new_s` (median over the runs), `ratio` and
     `change` (the test's estimate: ratio of geometric means; with one run on a side the ratio
     of the two medians), `ci_low`, `ci_high`, `p_value` (NaN without a test), and `verdict`
     ("" when still to decide, see `decide`; `inconclusive` with one run on a side or an
     untrusted side), `reason` and `remedy`. `untrusted`: (reason, remedy) of
-    untrusted_text. Each side needs one run or more."""
+    untrusted_text. Each side needs one run or more. `pairs`: run k of one side is paired
+    with run k of the other (as many runs on both, every one finite): the paired test."""
     base, new = _finite(base_runs), _finite(new_runs)
+    pairs = pairs and base.size == new.size == len(base_runs) == len(new_runs)
     if base.size == 0 or new.size == 0:
         raise ValueError("judge needs one run or more on each side")
     row = {
@@ -167,7 +212,7 @@ def judge(base_runs, new_runs, alpha: float, untrusted: tuple[str, str] = ("", "
         "remedy": "",
     }
     if base.size >= 2 and new.size >= 2:
-        test = welch(base, new, alpha)
+        test = paired(base, new, alpha) if pairs else welch(base, new, alpha)
         row.update(ratio=test.estimate, ci_low=test.low, ci_high=test.high, p_value=test.p_value)
     else:
         row["ratio"] = row["median_new_s"] / row["median_base_s"]
@@ -215,12 +260,13 @@ def holm(p: np.ndarray) -> np.ndarray:
     return adjusted
 
 
-def phase_change(base_runs, new_runs, alpha: float) -> dict:
+def phase_change(base_runs, new_runs, alpha: float, pairs: bool = False) -> dict:
     """The change of one phase between two sides from its run medians (seconds): `base_s`,
     `new_s` (medians over runs), `delta_s` (difference of the means; of the medians with one
     run on a side), `ci_low_s`, `ci_high_s`, `p_value` (NaN without a test) and `changed`
-    (p < alpha)."""
+    (p < alpha). `pairs`: as judge's."""
     base, new = _finite(base_runs), _finite(new_runs)
+    pairs = pairs and base.size == new.size == len(base_runs) == len(new_runs)
     out = {
         "base_s": float(np.median(base)) if base.size else math.nan,
         "new_s": float(np.median(new)) if new.size else math.nan,
@@ -233,7 +279,7 @@ def phase_change(base_runs, new_runs, alpha: float) -> dict:
     if base.size and new.size:
         out["delta_s"] = out["new_s"] - out["base_s"]
     if base.size >= 2 and new.size >= 2:
-        test = welch(base, new, alpha, log=False)
+        test = (paired if pairs else welch)(base, new, alpha, log=False)
         out.update(delta_s=test.estimate, ci_low_s=test.low, ci_high_s=test.high)
         out.update(p_value=test.p_value, changed=bool(test.p_value < alpha))
     return out
