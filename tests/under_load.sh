@@ -63,7 +63,14 @@ for ((i = 0; i < processes; i++)); do
   groups+=("$!")
 done
 echo "under_load: $processes busy process(es), on ${on_s} s / off ${off_s} s, while: $*" >&2
+# The command runs in the background (its stdin kept) and the script waits for it: a signal
+# to the script then runs its trap at once (bash runs a trap only after a foreground command
+# ends), ending the command and the load; `kill <pid of this script>` stops everything.
 status=0
-"$@" || status=$?
+"$@" <&0 &
+command_pid=$!
+trap 'kill -INT "$command_pid" 2>/dev/null; stop_load; exit 130' INT
+trap 'kill -TERM "$command_pid" 2>/dev/null; stop_load; exit 143' TERM
+wait "$command_pid" || status=$?
 echo "under_load: load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 exit "$status"
