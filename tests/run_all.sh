@@ -66,23 +66,41 @@ run_step() {
 # long test runs, and a failure names its seed. `SCALEBENCH_LONG_TESTS=all` runs them all
 # (before a submission that touches what they cover); SCALEBENCH_TEST_SEED=<n> repeats a
 # sample. The label `long` is set beside each test's definition (tests/mpi, tests/faults).
-# The names of the tests that failed, "<preset>: <name>", for the last lines of the output
-# (CI keeps the end of a long log; the table alone does not say which test failed). A file,
-# since `timed` runs each step in a subshell.
+# Note [A test that fails once]
+# The names of the tests that failed, "<preset>: <name>", go to the last lines of the output
+# (CI keeps the end of a long log; its table alone does not say which test failed). A test
+# that fails is run once more, alone: failing again, the step fails; passing, the step
+# passes and the test is named at the end as FLAKY, which is a defect to fix (a race in the
+# code or a test that times the machine, issue 43), not a pass: stop 45's CI failed in ctest
+# (release) once, on a test that passed in a full quiet run and a full run under
+# tests/under_load.sh here. Files, since `timed` runs each step in a subshell.
 failed_tests_file="$repo/build/failed-tests.txt"
+flaky_tests_file="$repo/build/flaky-tests.txt"
 mkdir -p "$repo/build"
 : >"$failed_tests_file"
-# ctest_run <preset> <ctest arguments...>: ctest, remembering the names of failed tests.
+: >"$flaky_tests_file"
+# ctest_run <preset> <ctest arguments...>: ctest; a failed test runs once more (-j 1).
 ctest_run() {
   local preset="$1" failed_log name
   shift
   failed_log="$repo/build/$preset/Testing/Temporary/LastTestsFailed.log"
   rm -f "$failed_log"
   ctest --preset "$preset" "$@" && return 0
-  if [[ -f "$failed_log" ]]; then
-    while IFS= read -r name; do echo "$preset: ${name#*:}"; done <"$failed_log" >>"$failed_tests_file"
-  fi
-  return 1
+  [[ -f "$failed_log" ]] || return 1
+  local -a first
+  mapfile -t first < <(sed 's/^[0-9]*://' "$failed_log")
+  echo "ctest: ${#first[@]} test(s) failed: ${first[*]}; running them once more, one at a time"
+  local rc=0 again=""
+  ctest --preset "$preset" --rerun-failed -j 1 || rc=1
+  ((rc == 0)) || again="$(sed 's/^[0-9]*://' "$failed_log")"
+  for name in "${first[@]}"; do
+    if grep -qxF -- "$name" <<<"$again"; then
+      echo "$preset: $name" >>"$failed_tests_file"
+    else
+      echo "$preset: $name" >>"$flaky_tests_file"
+    fi
+  done
+  return "$rc"
 }
 # ctest_sampled <preset> <label regex of the long tests>
 ctest_sampled() {
@@ -282,6 +300,10 @@ fi
 
 print_timings
 echo
+if [[ -s "$flaky_tests_file" ]]; then
+  echo "FLAKY tests (failed, then passed alone; a defect to fix, Note [A test that fails once]):"
+  sed 's/^/  /' "$flaky_tests_file"
+fi
 if ((${#failures[@]})); then
   echo "FAILED suites: ${failures[*]}"
   if [[ -s "$failed_tests_file" ]]; then
