@@ -1,6 +1,19 @@
 // The order in which rank 0 hands out cells: matrix order, with the repetitions of
 // interleaved cells run in rounds (Note [Repetitions] in common/cell/repetition_stats.h).
 // Pure.
+//
+// Note [Rounds]
+// ~~~~~~~~~~~~~
+// Round k is repetition k of every interleaved cell, in a seeded random order within the
+// round, and round k ends before round k+1 starts (a randomised complete block design). A
+// drift of the machine (thermal, another job, a page cache filling) then hits every cell
+// of a round alike instead of biasing the ones that happened to run during it, and
+// repetition k of two cells ran close in time: the analysis judges them as pairs
+// (analysis/.../tables/runs.py rounds_paired, issue 40). A plain shuffle of all
+// repetitions, the order before 2026-11-28, ran one side's three repetitions before the
+// other's in 1 draw of 10 for two cells of 3. (Note [Repetitions]'s "seeded random order"
+// is this one; it is not restated there, so that the headers every file includes keep
+// their text and their compiler-cache and clang-tidy keys.)
 #pragma once
 
 #include <cstdint>

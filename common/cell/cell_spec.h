@@ -143,7 +143,7 @@ struct CellSpec {
 
   // --- repetitions (Note [Repetitions] in common/cell/repetition_stats.h) ----------------------
   int64_t repetitions = 1;  ///< runs of the cell; each is its own cell of the results file
-  bool interleave = true;   ///< repetitions > 1: run in rounds with the other cells
+  bool interleave = true;   ///< repetitions > 1: run in a seeded shuffle with the other cells
   /// Which run of the cell this is, 0..repetitions-1. Set by the expansion, not a setting;
   /// in the identity only when > 0, so repetition 0's id is the id of the series.
   int64_t repetition = 0;

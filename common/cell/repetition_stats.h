@@ -8,15 +8,10 @@
 // Every repetition is a cell of its own in the results file (status, raw timings, summary,
 // resume), so nothing about running or storing a cell changes.
 //
-// Order: with `interleave` (the default) the repetitions of the interleaved cells run in
-// rounds (dispatch_order.h): round k is repetition k of every interleaved cell, in a seeded
-// random order within the round, and round k ends before round k+1 starts (a randomised
-// complete block design). A drift of the machine (thermal, another job, a page cache
-// filling) then hits every cell of a round alike instead of biasing the ones that happened
-// to run during it, and repetition k of two cells ran close in time: the analysis pairs
-// them (tables/verdict.py, issue 40). A plain shuffle of all repetitions, the order before
-// 2026-11-28, could run one side's three repetitions before the other's (1 draw in 10 for
-// two cells of 3).
+// Order: with `interleave` (the default) the repetitions of every interleaved cell are run
+// in a seeded random order (dispatch_order.h), so a drift of the machine (thermal,
+// another job, a page cache filling) spreads over all cells instead of biasing the ones
+// that happened to run during it.
 //
 // Between repetitions (`/series/<series_id>` of the results file, written by rank 0 at the
 // end of a run from the cells in the file): each ok repetition contributes its summary's
