@@ -251,6 +251,7 @@ def main() -> int:
         for d in DESIGNS
         for s, _ in SCENARIOS
     }
+    spreads = []  # per A/A trial of 6 runs: sd of the log run medians
     for trial in range(args.trials):
         for scenario, fraction in SCENARIOS:
             done = {}
@@ -260,6 +261,11 @@ def main() -> int:
                     args, design, fraction * quiet, done.get("interleaved")
                 )
                 decided, a, b = done[design]
+                if fraction == 0.0 and design in ("three", "interleaved"):
+                    # A/A: six runs of one code, the run-to-run spread of this trial
+                    spreads.append(
+                        float(np.std(np.log([r["step"] for r in a + b]), ddof=1))
+                    )
                 t = tally[(design, scenario)]
                 # the paired design's runs are the interleaved design's: its time too
                 t["s"] += time.perf_counter() - start
@@ -281,6 +287,12 @@ def main() -> int:
                     flush=True,
                 )
     print()
+    spread = math.sqrt(float(np.mean(np.square(spreads)))) if spreads else math.nan
+    print(
+        f"run-to-run spread (sd of the log step medians of one code's 6 runs, pooled over "
+        f"{len(spreads)} A/A trials): {spread:.3f}; 3 runs a side resolve about "
+        f"{2.3 * spread:.0%} (2.3 x the spread, docs/measurement.md)"
+    )
     head = (
         "design",
         "runs/trial",
