@@ -83,6 +83,11 @@ pip_install() {
 # them into a new environment: 2 s on a machine that has them, 36 s with the downloads. The
 # environment is still a plain virtualenv with pip in it; uv only fills it. A machine where uv
 # cannot be installed falls back to pip (SCALEBENCH_NO_UV=1 asks for pip).
+# uv compiles the bytecode at install (--compile-bytecode), as pip does: without it the first
+# import of each package compiled it, so the first `scalebench watch` or `analyze` of a fresh
+# environment took seconds more, and the first program cell's start-up (torch) was measured
+# with a compilation that no later cell pays (stop 45's CI: watch_live's watch started after
+# the whole run had ended).
 venv_install() { # venv_install <venv> <pip arguments...>: through uv when it is there
   local env="$1"
   shift
@@ -96,7 +101,8 @@ uv_install() { # the same three attempts as pip_install
   local env="$1" attempt
   shift
   for attempt in 1 2 3; do
-    if UV_HTTP_TIMEOUT=120 "$env/bin/uv" pip install -q --python "$env/bin/python" "$@"; then
+    if UV_HTTP_TIMEOUT=120 "$env/bin/uv" pip install -q --compile-bytecode \
+      --python "$env/bin/python" "$@"; then
       return 0
     fi
     if [[ $attempt -lt 3 ]]; then

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """`scalebench watch` follows a real sweep while it runs (issue 17).
 
-Starts `mpirun -np 2 scalebench run` of three MLP training cells long enough to report
-their progress (SCALEBENCH_PROGRESS_INTERVAL=0.2 s), and `scalebench watch` on its results
-file from the start (before the file exists). Checks: watch showed cells running with
+Starts `scalebench watch` on a results file that does not exist yet and, once watch says
+it is waiting for it, `mpirun -np 2 scalebench run` of three MLP training cells long enough
+to report their progress (SCALEBENCH_PROGRESS_INTERVAL=0.2 s). Checks: watch showed cells running with
 their ranks and a `measured k/n` progress, exits 0 by itself when the run ends, with a
 final block of 3 ok cells; the run exits 0 and its file reads back (`scalebench info`).
 Exit status 0 on success, 1 with the reason otherwise.
@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 MATRIX = """name: watched
@@ -43,6 +44,17 @@ def main() -> None:
         watch = subprocess.Popen(
             [args.binary, "watch", str(out), "--interval", "0.2", "--timeout", "120"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # The run starts once watch says it is waiting for the file: its interpreter's first
+        # start in a fresh environment (bytecode compiled on import) took longer than the
+        # whole run in a fresh clone, and watch then saw only the finished file (stop 45's
+        # CI). A watch that never gets there is killed after 120 s.
+        timer = threading.Timer(120, watch.kill)
+        timer.start()
+        waiting = watch.stderr.readline()
+        timer.cancel()
+        if "waiting for" not in waiting:
+            watch.kill()
+            fail(f"watch did not say it was waiting for the file: {waiting!r}")
         run = subprocess.run(
             [args.mpiexec, "-np", "2", "--oversubscribe", args.binary, "run",
              str(root / "m.yaml"), "-o", str(out), "--quiet"],

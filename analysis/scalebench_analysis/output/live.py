@@ -216,6 +216,14 @@ def watch(path: Path, interval: float, once: bool, timeout: float | None, out=No
     out = out or sys.stdout  # looked up per call: callers may redirect sys.stdout
     tty = out.isatty()
     deadline = time.monotonic() + (timeout if timeout is not None else 60.0)
+    if not once and not path.exists():
+        # On stderr, once: watch is up and following the path (a watch started before its
+        # run prints nothing else until the file appears; tests/faults/watch_live.py starts
+        # the run on this line, so that a slow first start of the interpreter, which
+        # compiles the analysis' bytecode in a fresh environment, cannot miss the run).
+        wait = timeout if timeout is not None else 60.0
+        print(f"scalebench watch: waiting for {path} (up to {wait:g} s)", file=sys.stderr)
+        sys.stderr.flush()
     while not path.exists():
         if once or time.monotonic() > deadline:
             print(f"scalebench watch: error: {path} does not exist", file=sys.stderr)
