@@ -71,9 +71,10 @@ run_step() {
 # (CI keeps the end of a long log; its table alone does not say which test failed). A test
 # that fails is run once more, alone: failing again, the step fails; passing, the step
 # passes and the test is named at the end as FLAKY, which is a defect to fix (a race in the
-# code or a test that times the machine, issue 43), not a pass: stop 45's CI failed in ctest
-# (release) once, on a test that passed in a full quiet run and a full run under
-# tests/under_load.sh here. Files, since `timed` runs each step in a subshell.
+# code or a test that times the machine, issue 43), not a pass. Stop 45's CI failed in ctest
+# (release) without naming the test: it was watch_live, which failed in every fresh clone (a
+# cold interpreter, then fixed) and passed in a used one. Files, since `timed` runs each step
+# in a subshell.
 failed_tests_file="$repo/build/failed-tests.txt"
 flaky_tests_file="$repo/build/flaky-tests.txt"
 mkdir -p "$repo/build"
