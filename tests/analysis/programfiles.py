@@ -1,9 +1,12 @@
 """Reading the program cells of a real results file with h5py alone (test_program_cells.py,
-test_framework_programs.py): what scalebench stored, without the analysis package."""
+test_framework_programs.py): what scalebench stored, without the analysis package; and the
+git repository of a user's program with its branches (program_repository)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -11,6 +14,32 @@ import numpy as np
 
 def text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _git(*args: str, cwd: Path) -> None:
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
+
+
+def program_repository(root: Path, script: str, main: str, branches: dict) -> Path:
+    """A git repository ROOT/repo whose branch `main` commits `script` (a file name) with
+    the text `main`, and one branch per entry of `branches` (name -> the script's text on
+    that branch, committed on top of main; None: main's commit under another name)."""
+    repo = root / "repo"
+    repo.mkdir()
+    _git("init", "-q", "-b", "main", cwd=repo)
+    (repo / script).write_text(main)
+    _git("add", script, cwd=repo)
+    _git("commit", "-q", "-m", "main", cwd=repo)
+    for name, changed in branches.items():
+        if changed is None:
+            _git("branch", name, "main", cwd=repo)
+            continue
+        _git("checkout", "-q", "-b", name, "main", cwd=repo)
+        (repo / script).write_text(changed)
+        _git("commit", "-q", "-am", f"{name}: the script changed", cwd=repo)
+    _git("checkout", "-q", "main", cwd=repo)
+    return repo
 
 
 def read_program_cells(path: str) -> dict:

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import h5py
 import pytest
 
-from programfiles import read_program_cells
+from programfiles import program_repository, read_program_cells
 
 from conftest import run_cli, run_scalebench
 
@@ -69,25 +68,13 @@ sb.metric("loss", loss.item())
 WARMUP, ITERATIONS, PROFILED, BATCH = 2, 15, 8, 1024
 
 
-def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def profiled_run(tmp_path_factory) -> Path:
     if not BUILD:
         pytest.skip("needs SCALEBENCH_BUILD_DIR (a build)")
     work = tmp_path_factory.mktemp("program_ops")
-    repo = work / "repo"
-    repo.mkdir()
-    git = ["-c", "user.name=t", "-c", "user.email=t@t"]
-    _git("init", "-q", "-b", "main", cwd=repo)
-    (repo / "train.py").write_text(PROGRAM)
-    _git("add", "train.py", cwd=repo)
-    _git(*git, "commit", "-q", "-m", "main", cwd=repo)
-    _git("checkout", "-q", "-b", "extra", cwd=repo)
-    (repo / "train.py").write_text(PROGRAM.replace("EXTRA_MATMUL = False", "EXTRA_MATMUL = True"))
-    _git(*git, "commit", "-q", "-am", "an extra matmul in forward", cwd=repo)
+    extra = PROGRAM.replace("EXTRA_MATMUL = False", "EXTRA_MATMUL = True")
+    repo = program_repository(work, "train.py", PROGRAM, {"extra": extra})
     matrix = {
         "name": "program-ops",
         "repo": str(repo),

@@ -36,6 +36,8 @@ from pathlib import Path
 import h5py
 import pytest
 
+from programfiles import program_repository, text
+
 from conftest import run_cli, run_scalebench
 
 BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
@@ -77,26 +79,6 @@ for _ in range(args.steps):
 """
 
 
-def _git(*args: str, cwd: Path) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _repository(work: Path) -> Path:
-    repo = work / "repo"
-    repo.mkdir()
-    git = ["-c", "user.name=t", "-c", "user.email=t@t"]
-    _git("init", "-q", "-b", "main", cwd=repo)
-    (repo / "train.py").write_text(PROGRAM)
-    _git("add", "train.py", cwd=repo)
-    _git(*git, "commit", "-q", "-m", "main", cwd=repo)
-    _git("branch", "same", cwd=repo)
-    _git("checkout", "-q", "-b", "slow", cwd=repo)
-    slow = PROGRAM.replace("DELAY_S = 0.0", f"DELAY_S = {DELAY_S}")
-    (repo / "train.py").write_text(slow)
-    _git(*git, "commit", "-q", "-am", "a busy wait in forward", cwd=repo)
-    return repo
-
-
 def _matrix(repo: Path, branches: list, repetitions: int) -> dict:
     return {
         "name": "verdicts",
@@ -130,7 +112,8 @@ def runs(tmp_path_factory) -> tuple[Path, Path]:
     if not BUILD:
         pytest.skip("needs SCALEBENCH_BUILD_DIR (a build)")
     work = tmp_path_factory.mktemp("verdicts")
-    repo = _repository(work)
+    slow = PROGRAM.replace("DELAY_S = 0.0", f"DELAY_S = {DELAY_S}")
+    repo = program_repository(work, "train.py", PROGRAM, {"same": None, "slow": slow})
     load = subprocess.Popen(
         [str(REPO_ROOT / "tests" / "under_load.sh"), "sleep", "3600"],
         stdout=subprocess.DEVNULL,
@@ -170,20 +153,16 @@ def _regressions(path: Path, branches: tuple, tmp_path: Path, *extra: str) -> li
     return json.loads(out.read_text())["sections"]["regressions"]
 
 
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def test_repetitions_ran_in_rounds(runs):
     repeated, _ = runs
     started = []
     with h5py.File(repeated, "r") as f:
         for cell_id, group in f["cells"].items():
-            status = _text(group.attrs["status"])
-            assert status == "ok", (cell_id, _text(group.attrs.get("reason", "")))
-            spec = json.loads(_text(group.attrs["spec"]))
+            status = text(group.attrs["status"])
+            assert status == "ok", (cell_id, text(group.attrs.get("reason", "")))
+            spec = json.loads(text(group.attrs["spec"]))
             started.append(
-                (_text(group.attrs["started_at"]), spec.get("repetition", 0), spec["branch"])
+                (text(group.attrs["started_at"]), spec.get("repetition", 0), spec["branch"])
             )
     started.sort()
     rounds = [repetition for _, repetition, _ in started]
