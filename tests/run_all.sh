@@ -80,6 +80,8 @@ flaky_tests_file="$repo/build/flaky-tests.txt"
 mkdir -p "$repo/build"
 : >"$failed_tests_file"
 : >"$flaky_tests_file"
+# failed_names <LastTestsFailed.log>: its test names, one a line ("12:name" -> "name").
+failed_names() { sed 's/^[0-9]*://' "$1"; }
 # ctest_run <preset> <ctest arguments...>: ctest; a failed test runs once more (-j 1).
 ctest_run() {
   local preset="$1" failed_log name
@@ -89,11 +91,11 @@ ctest_run() {
   ctest --preset "$preset" "$@" && return 0
   [[ -f "$failed_log" ]] || return 1
   local -a first
-  mapfile -t first < <(sed 's/^[0-9]*://' "$failed_log")
+  mapfile -t first < <(failed_names "$failed_log")
   echo "ctest: ${#first[@]} test(s) failed: ${first[*]}; running them once more, one at a time"
   local rc=0 again=""
   ctest --preset "$preset" --rerun-failed -j 1 || rc=1
-  ((rc == 0)) || again="$(sed 's/^[0-9]*://' "$failed_log")"
+  ((rc == 0)) || again="$(failed_names "$failed_log")"
   for name in "${first[@]}"; do
     if grep -qxF -- "$name" <<<"$again"; then
       echo "$preset: $name" >>"$failed_tests_file"

@@ -246,7 +246,6 @@ def main() -> int:
             "runs": 0,
             "noisy": 0,
             "s": 0.0,
-            "last_s": 0.0,
         }
         for d in DESIGNS
         for s, _ in SCENARIOS
@@ -254,11 +253,17 @@ def main() -> int:
     spreads = []  # per A/A trial of 6 runs: sd of the log run medians
     for trial in range(args.trials):
         for scenario, fraction in SCENARIOS:
-            done = {}
+            done, seconds = {}, {}
             for design in DESIGNS:
                 start = time.perf_counter()
                 done[design] = design_runs(
                     args, design, fraction * quiet, done.get("interleaved")
+                )
+                # the paired design's runs are the interleaved design's: its time too
+                seconds[design] = (
+                    time.perf_counter()
+                    - start
+                    + (seconds["interleaved"] if design == "paired" else 0.0)
                 )
                 decided, a, b = done[design]
                 if fraction == 0.0 and design in ("three", "interleaved"):
@@ -267,11 +272,7 @@ def main() -> int:
                         float(np.std(np.log([r["step"] for r in a + b]), ddof=1))
                     )
                 t = tally[(design, scenario)]
-                # the paired design's runs are the interleaved design's: its time too
-                t["s"] += time.perf_counter() - start
-                if design == "paired":
-                    t["s"] += tally[("interleaved", scenario)]["last_s"]
-                t["last_s"] = time.perf_counter() - start
+                t["s"] += seconds[design]
                 t["n"] += 1
                 t["runs"] += len(a) + len(b)
                 t["noisy"] += sum(r["cv"] > 0.10 for r in a + b)

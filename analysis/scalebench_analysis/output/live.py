@@ -215,14 +215,14 @@ def watch(path: Path, interval: float, once: bool, timeout: float | None, out=No
     `timeout` (default 60) seconds or, once there, did not change for `timeout` seconds."""
     out = out or sys.stdout  # looked up per call: callers may redirect sys.stdout
     tty = out.isatty()
-    deadline = time.monotonic() + (timeout if timeout is not None else 60.0)
+    wait_s = timeout if timeout is not None else 60.0
+    deadline = time.monotonic() + wait_s
     if not once and not path.exists():
         # On stderr, once: watch is up and following the path (a watch started before its
         # run prints nothing else until the file appears; tests/faults/watch_live.py starts
         # the run on this line, so that a slow first start of the interpreter, which
         # compiles the analysis' bytecode in a fresh environment, cannot miss the run).
-        wait = timeout if timeout is not None else 60.0
-        print(f"scalebench watch: waiting for {path} (up to {wait:g} s)", file=sys.stderr)
+        print(f"scalebench watch: waiting for {path} (up to {wait_s:g} s)", file=sys.stderr)
         sys.stderr.flush()
     while not path.exists():
         if once or time.monotonic() > deadline:

@@ -88,6 +88,25 @@ class Test:
     p_value: float
 
 
+def _t_test(difference: float, se: float, df: float, alpha: float, back) -> Test:
+    """The Test of an estimated `difference` with standard error `se` and `df` degrees of
+    freedom: its two-sided p-value and (1 - alpha) interval from one t statistic, mapped
+    back to the caller's scale by `back`. No spread (se 0): p 1 and a point interval when
+    the difference is 0, else p 0."""
+    if se == 0.0 or not math.isfinite(se):
+        p = 1.0 if difference == 0.0 else 0.0
+        point = float(back(difference))
+        return Test(point, point, point, p)
+    p = float(2.0 * stats.t.sf(abs(difference / se), df))
+    half = float(stats.t.ppf(1.0 - alpha / 2.0, df)) * se
+    return Test(
+        float(back(difference)),
+        float(back(difference - half)),
+        float(back(difference + half)),
+        p,
+    )
+
+
 def welch(base: np.ndarray, new: np.ndarray, alpha: float, log: bool = True) -> Test:
     """Welch's t test of `new` against `base` (each 2 or more finite values; positive when
     `log`). Both without spread: p 1 and a point interval when their means are equal, else
@@ -101,20 +120,8 @@ def welch(base: np.ndarray, new: np.ndarray, alpha: float, log: bool = True) -> 
     difference = float(new.mean() - base.mean())
     var_b, var_n = base.var(ddof=1) / base.size, new.var(ddof=1) / new.size
     se = math.sqrt(var_b + var_n)
-    if se == 0.0 or not math.isfinite(se):
-        p = 1.0 if difference == 0.0 else 0.0
-        point = float(back(difference))
-        return Test(point, point, point, p)
     df = (var_b + var_n) ** 2 / (var_b**2 / (base.size - 1) + var_n**2 / (new.size - 1))
-    t = difference / se
-    p = float(2.0 * stats.t.sf(abs(t), df))
-    half = float(stats.t.ppf(1.0 - alpha / 2.0, df)) * se
-    return Test(
-        float(back(difference)),
-        float(back(difference - half)),
-        float(back(difference + half)),
-        p,
-    )
+    return _t_test(difference, se, df, alpha, back)
 
 
 def paired(base: np.ndarray, new: np.ndarray, alpha: float, log: bool = True) -> Test:
@@ -132,19 +139,7 @@ def paired(base: np.ndarray, new: np.ndarray, alpha: float, log: bool = True) ->
     differences = new - base
     difference = float(differences.mean())
     se = float(differences.std(ddof=1)) / math.sqrt(differences.size)
-    if se == 0.0 or not math.isfinite(se):
-        p = 1.0 if difference == 0.0 else 0.0
-        point = float(back(difference))
-        return Test(point, point, point, p)
-    df = differences.size - 1
-    p = float(2.0 * stats.t.sf(abs(difference / se), df))
-    half = float(stats.t.ppf(1.0 - alpha / 2.0, df)) * se
-    return Test(
-        float(back(difference)),
-        float(back(difference - half)),
-        float(back(difference + half)),
-        p,
-    )
+    return _t_test(difference, se, differences.size - 1, alpha, back)
 
 
 def remedy_of(reason: str) -> str:
@@ -175,6 +170,12 @@ def untrusted_text(reasons: dict) -> tuple[str, str]:
     return "; ".join(parts), "; ".join(remedies)
 
 
+def _every_run_finite(base: np.ndarray, new: np.ndarray, base_runs, new_runs) -> bool:
+    """True when `_finite` kept every run of both sides and they are as many: run k of one
+    side can still be paired with run k of the other."""
+    return base.size == new.size == len(base_runs) == len(new_runs)
+
+
 def _finite(values) -> np.ndarray:
     array = np.asarray([v for v in values if v is not None], float)
     return array[np.isfinite(array)]
@@ -196,7 +197,7 @@ def judge(
     untrusted_text. Each side needs one run or more. `pairs`: run k of one side is paired
     with run k of the other (as many runs on both, every one finite): the paired test."""
     base, new = _finite(base_runs), _finite(new_runs)
-    pairs = pairs and base.size == new.size == len(base_runs) == len(new_runs)
+    pairs = pairs and _every_run_finite(base, new, base_runs, new_runs)
     if base.size == 0 or new.size == 0:
         raise ValueError("judge needs one run or more on each side")
     row = {
@@ -266,7 +267,7 @@ def phase_change(base_runs, new_runs, alpha: float, pairs: bool = False) -> dict
     run on a side), `ci_low_s`, `ci_high_s`, `p_value` (NaN without a test) and `changed`
     (p < alpha). `pairs`: as judge's."""
     base, new = _finite(base_runs), _finite(new_runs)
-    pairs = pairs and base.size == new.size == len(base_runs) == len(new_runs)
+    pairs = pairs and _every_run_finite(base, new, base_runs, new_runs)
     out = {
         "base_s": float(np.median(base)) if base.size else math.nan,
         "new_s": float(np.median(new)) if new.size else math.nan,
