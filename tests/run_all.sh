@@ -67,14 +67,16 @@ run_step() {
 # (before a submission that touches what they cover); SCALEBENCH_TEST_SEED=<n> repeats a
 # sample. The label `long` is set beside each test's definition (tests/mpi, tests/faults).
 # Note [A test that fails once]
-# The names of the tests that failed, "<preset>: <name>", go to the last lines of the output
-# (CI keeps the end of a long log; its table alone does not say which test failed). A test
-# that fails is run once more, alone: failing again, the step fails; passing, the step
+# The names of the tests that failed, "<preset>: <name>" (ctest) or "<pytest run>: <test
+# id>", go to the last lines of the output (CI keeps the end of a long log; its table alone
+# does not say which test failed). A test that fails is run once more, alone (pytest: the
+# failed ones together, in one process): failing again, the step fails; passing, the step
 # passes and the test is named at the end as FLAKY, which is a defect to fix (a race in the
 # code or a test that times the machine, issue 43), not a pass. Stop 45's CI failed in ctest
 # (release) without naming the test: it was watch_live, which failed in every fresh clone (a
-# cold interpreter, then fixed) and passed in a used one. Files, since `timed` runs each step
-# in a subshell.
+# cold interpreter, then fixed) and passed in a used one; stop 46's in pytest, on an operator
+# ranking that a loaded machine could reorder (test_ops.py, since fixed). Files, since `timed`
+# runs each step in a subshell.
 failed_tests_file="$repo/build/failed-tests.txt"
 flaky_tests_file="$repo/build/flaky-tests.txt"
 mkdir -p "$repo/build"
@@ -104,6 +106,36 @@ ctest_run() {
     fi
   done
   return "$rc"
+}
+# pytest_run <name> <command running pytest...>: the command (which ends in pytest's
+# arguments) with a cache of its own; the tests that failed run once more, in one process
+# (pytest --last-failed -n 0), and are named as failed or flaky as ctest_run's are.
+pytest_run() {
+  local name="$1" rc=0
+  shift
+  local cache="$repo/build/pytest-cache/$name" failed_list="$repo/build/pytest-cache/$name/v/cache/lastfailed"
+  rm -rf "$cache"
+  "$@" -o cache_dir="$cache" && return 0
+  [[ -f "$failed_list" ]] || return 1
+  local -a first
+  mapfile -t first < <(pytest_failed_ids "$failed_list")
+  ((${#first[@]})) || return 1
+  echo "pytest: ${#first[@]} test(s) failed: ${first[*]}; running them once more, in one process"
+  "$@" -o cache_dir="$cache" -n 0 --last-failed || rc=1
+  local again=""
+  ((rc == 0)) || again="$(pytest_failed_ids "$failed_list")"
+  for id in "${first[@]}"; do
+    if grep -qxF -- "$id" <<<"$again"; then
+      echo "$name: $id" >>"$failed_tests_file"
+    else
+      echo "$name: $id" >>"$flaky_tests_file"
+    fi
+  done
+  return "$rc"
+}
+# pytest_failed_ids <lastfailed>: pytest's cache of failed test ids (a JSON object), one a line.
+pytest_failed_ids() {
+  "$python" -c 'import json, sys; print("\n".join(json.load(open(sys.argv[1]))))' "$1"
 }
 # ctest_sampled <preset> <label regex of the long tests>
 ctest_sampled() {
@@ -273,7 +305,8 @@ pytest_parallel=(-n 2 --dist loadfile)
 pytest_on_real_runs() {
   local files=("${real_run_files[@]}")
   if have_frameworks; then files+=("${framework_run_files[@]}"); fi
-  env "${files[@]}" "$python" -m pytest -q "${pytest_parallel[@]}" tests/analysis
+  pytest_run "pytest (real runs)" env "${files[@]}" "$python" -m pytest -q "${pytest_parallel[@]}" \
+    tests/analysis
 }
 # `env -u NAME` for every variable of the two lists.
 unset_real_run_files() {
@@ -293,6 +326,7 @@ run_step analysis "analysis (real runs: quickstart, repetitions, batch auto, pro
 run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framework_runs
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
+  pytest_run "pytest (synthetic files)" \
   env "${unset_real_runs[@]}" SCALEBENCH_BUILD_DIR="$repo/build/release" \
   "$python" -m pytest -q -rs --durations=12 "${pytest_parallel[@]}" tests/analysis
 run_step ruff "ruff (analysis)" check_ruff
