@@ -1,7 +1,9 @@
 #include "protocol/program/program_outcome.h"
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <limits>
 #include <optional>
 
 #include "common/cell/program.h"
@@ -112,6 +114,19 @@ void record_report(RankResult& result, const ProgramRun& run, const CellSpec& ce
     result.metrics["no_iteration_timings"] = 1.0;
   } else {  // the program's own start-up: interpreter, imports, model, data, until step 0
     result.metrics["program_startup_s"] = report.steps.front().begin - origin_s;
+    // Note [Run-level segments]: the steps' span, and what followed the last step.
+    result.metrics["program_steps_span_s"] = report.steps.back().end - report.steps.front().begin;
+    result.metrics["program_after_steps_s"] =
+        std::max(0.0, origin_s + run.exit.wall_s - report.steps.back().end);
+  }
+  double first_segment_s = std::numeric_limits<double>::infinity();
+  for (const auto& [name, segment] : report.segments) {
+    result.metrics["segment_" + name + "_s"] = segment.total_s;
+    result.metrics["segment_" + name + "_count"] = static_cast<double>(segment.count);
+    first_segment_s = std::min(first_segment_s, segment.first_begin_s);
+  }
+  if (!report.segments.empty()) {
+    result.metrics["program_before_segments_s"] = std::max(0.0, first_segment_s - origin_s);
   }
   if (cell.mode == Mode::kInfer) {
     result.metrics["samples"] = measured * static_cast<double>(cell.batch_size);

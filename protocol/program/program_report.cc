@@ -204,6 +204,33 @@ void apply_outputs(ProgramReport& report, const nlohmann::json& record, const st
   report.output_samples = total;
 }
 
+void apply_segment(ProgramReport& report, const nlohmann::json& record, const std::string& line,
+                   const RecordBounds& bounds) {
+  // Note [Run-level segments]
+  const auto name = record.find("name");
+  if (name == record.end() || !name->is_string()) refuse(line, "no string 'name'");
+  const std::string checked = checked_name(name->get<std::string>(), "segment", line);
+  if (checked.empty()) refuse(line, "an empty segment name");
+  const auto field = [&](const char* key) {
+    const auto it = record.find(key);
+    if (it == record.end()) refuse(line, std::string("no integer '") + key + "'");
+    return integer_ns(*it, std::string("'") + key + "'", line);
+  };
+  const SpanNs span{field("begin_ns"), field("end_ns")};
+  if (span.end < span.begin) refuse(line, "a segment ends before it begins");
+  check_inside(span, bounds.launch_ns, bounds.read_ns, bounds.resolution_ns,
+               "a segment outside the program's run (before its launch or after it was read)",
+               line);
+  if (!report.segments.count(checked) && report.segments.size() >= kMaxSegmentNames) {
+    refuse(line, "more than " + std::to_string(kMaxSegmentNames) + " distinct segment names");
+  }
+  const auto [begin_s, end_s] = seconds(span);
+  ProgramSegment& total = report.segments[checked];
+  total.first_begin_s = total.count == 0 ? begin_s : std::min(total.first_begin_s, begin_s);
+  total.total_s += end_s - begin_s;
+  ++total.count;
+}
+
 }  // namespace
 
 std::string quoted_record(const std::string& line) {
@@ -273,6 +300,8 @@ void apply_record(ProgramReport& report, const std::string& line, const RecordBo
     }
   } else if (type == "profile") {  // Note [Program profiles]
     report.profile = program_profile(record, line);
+  } else if (type == "segment") {
+    apply_segment(report, record, line, bounds);
   } else if (type == "summary") {
     report.summary = true;
   } else {

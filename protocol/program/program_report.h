@@ -4,7 +4,8 @@
 // Note [Program report channel]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // One JSON object per line (at most kMaxRecordBytes), each with "v" (kRecordVersion) and
-// "type": hello | step | metric | memory | outputs | error | ended | code | profile | summary.
+// "type": hello | step | metric | memory | outputs | error | ended | code | profile | segment |
+// summary.
 // Times are CLOCK_MONOTONIC integer nanoseconds (Python's time.monotonic_ns(), the worker's
 // steady_clock), so the worker puts them on the group's shared clock without any exchange. A line
 // that is not such a record fails the cell with the line quoted: the channel is the program's
@@ -32,6 +33,8 @@
 //    printable_output()/printable_line() make them (docs/programs.md#failures).
 //  * outputs: the announced samples x the sample's shape x 4 bytes are computed without
 //    overflow and may not exceed kMaxOutputBytes.
+//  * segment: at most kMaxSegmentNames distinct names; each name keeps its summed time and
+//    count, never one entry per occurrence, so an endless stream of segments costs nothing.
 //  * profile: a `profile` record (Note [Program profiles], protocol/program/program_profile.h)
 //    that is not what it must be leaves the cell without an operator table, its reason quoted;
 //    it never fails the cell, as the profile is no part of the measured figures.
@@ -58,6 +61,7 @@ inline constexpr int64_t kStepMargin = 100;
 inline constexpr std::size_t kMaxPhaseNames = 256;
 inline constexpr std::size_t kMaxMetricNames = 1024;
 inline constexpr std::size_t kMaxNameBytes = 256;
+inline constexpr std::size_t kMaxSegmentNames = 64;
 inline constexpr int64_t kMaxOutputBytes = int64_t{1} << 30;
 
 /// Note [Program record bounds]: the steps a program of `warmup` + `iterations` steps may
@@ -86,6 +90,25 @@ struct ProgramStep {
   double end = 0.0;
   std::map<std::string, std::pair<double, double>> phases;  ///< name -> [begin, end]
   std::vector<std::string> phase_order;                     ///< names in begin order
+};
+
+/// Note [Run-level segments]
+/// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+/// A program's time outside its steps, in named `segment` records {name, begin_ns, end_ns}
+/// (the Lightning adapter: `trainer_setup`, `model_setup`, `sanity_check`, `validation`,
+/// `checkpoint_save`, `fit`, ...; any program: scalebench_client.segment()). Per name the
+/// worker keeps the summed time and the count; with the steps it adds the parts every program
+/// has: launch to the first segment (`program_before_segments_s`: what the program did before
+/// its adapter's first segment, e.g. building the model and data objects before a Lightning
+/// Trainer), launch to the first step (`program_startup_s`), the steps' span (first begin to last
+/// end) and the time after the last step to the exit (teardown, the last validation, writing
+/// outputs), which with the program's whole wall time (`loop_wall_s`) say where a run's time
+/// went (docs/programs.md#run-level-segments). Segments may nest or overlap (`fit` holds the
+/// steps and every validation): they are named spans, not a partition.
+struct ProgramSegment {
+  double total_s = 0;  ///< summed over the occurrences
+  int64_t count = 0;
+  double first_begin_s = 0;  ///< the earliest begin, on the worker's clock (seconds)
 };
 
 /// The `code` record (Note [Program code identity], protocol/program/program_checks.h): which
@@ -140,6 +163,7 @@ struct ProgramReport {
   /// `steps`: their durations in seconds, and the last `profile` record.
   std::vector<double> profiled_step_s;
   std::optional<ProgramProfile> profile;
+  std::map<std::string, ProgramSegment> segments;  ///< Note [Run-level segments]
 };
 
 /// The start of a record's line as a reason quotes it: at most 200 bytes, cut on a character

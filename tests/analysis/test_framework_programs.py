@@ -350,6 +350,11 @@ def test_lightning_evaluation_loops_report_each_batch_of_an_inference_cell(tmp_p
     assert [r["by"] for r in ended] == ["dataloader_end"] * 2, ended
     assert "test loop ran out of batches after 5" in ended[0]["message"], ended
     assert "predict loop ran out of batches after 5" in ended[1]["message"], ended
+    # Note [Lightning segments]: each loop and its set-up (checkpoint restores happen there).
+    named = [r["name"] for r in records if r["type"] == "segment"]
+    assert sorted(named) == sorted(
+        ["data_setup", "model_setup", "test"] * 1 + ["data_setup", "model_setup", "predict"]
+    ), named
 
 
 def test_lightning_evaluation_of_a_training_cell_reports_no_step(tmp_path):
@@ -357,3 +362,78 @@ def test_lightning_evaluation_of_a_training_cell_reports_no_step(tmp_path):
     steps of inference cells alone, never mixed into a training cell's steps."""
     records = _lightning_eval_records(tmp_path, ["test"], "train")
     assert not [r for r in records if r["type"] in ("step", "ended")], records
+
+
+#: A Lightning program that trains with a validation loop each epoch and the default
+#: ModelCheckpoint (one save an epoch), then tests (Note [Lightning segments]).
+_LIGHTNING_FIT_SCRIPT = """
+import sys
+import torch
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader, TensorDataset
+
+class Net(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(16, 4)
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y))
+    test_step = validation_step
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+data = DataLoader(TensorDataset(torch.randn(32, 16), torch.randn(32, 4)), batch_size=8)
+trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, max_epochs=2,
+                     enable_progress_bar=False, enable_model_summary=False,
+                     default_root_dir=sys.argv[1])
+net = Net()
+trainer.fit(net, train_dataloaders=data, val_dataloaders=data)
+trainer.test(net, dataloaders=data)
+"""
+
+
+def test_lightning_reports_the_run_level_segments_of_fit_and_test(tmp_path):
+    """Note [Lightning segments] (issue 39 item 5): around the steps a training cell's
+    Lightning program reports data_setup and model_setup per stage, the sanity check, fit,
+    train, each validation loop and each checkpoint save, and the test loop; each segment
+    lies where Lightning runs it (validations and saves inside train, train inside fit, the
+    steps inside train). Guards against the time outside the steps being unaccounted."""
+    records = _program_records(
+        tmp_path,
+        _lightning_python(),
+        _LIGHTNING_FIT_SCRIPT,
+        [str(tmp_path / "root")],
+        "train",
+        PYTHONWARNINGS="ignore",
+    )
+    segments: dict = {}
+    for record in records:
+        if record["type"] == "segment":
+            assert record["begin_ns"] <= record["end_ns"], record
+            segments.setdefault(record["name"], []).append((record["begin_ns"], record["end_ns"]))
+    counts = {name: len(spans) for name, spans in segments.items()}
+    assert counts == {
+        "data_setup": 2,  # fit, then test
+        "model_setup": 2,
+        "sanity_check": 1,
+        "fit": 1,
+        "train": 1,
+        "validation": 2,  # one an epoch; the sanity check is not one
+        "checkpoint_save": 2,  # ModelCheckpoint: one an epoch
+        "test": 1,
+    }, counts
+    (fit,), (train,), (test,) = segments["fit"], segments["train"], segments["test"]
+    assert fit[0] <= train[0] <= train[1] <= fit[1]
+    for begin, end in segments["validation"] + segments["checkpoint_save"]:
+        assert train[0] <= begin <= end <= train[1]
+    steps = [r for r in records if r["type"] == "step"]
+    assert len(steps) == 2 * 32 // 8
+    assert all(train[0] <= s["begin_ns"] <= s["end_ns"] <= train[1] for s in steps)
+    (sanity,) = segments["sanity_check"]
+    assert fit[0] <= sanity[0] <= sanity[1] <= train[0]
+    assert segments["data_setup"][0][1] <= segments["model_setup"][0][0] <= fit[0]
+    assert fit[1] <= segments["data_setup"][1][0] <= segments["model_setup"][1][1] <= test[0]

@@ -88,6 +88,7 @@ DROP_ORDER = {
     "stragglers": ("straggler", "median_busy_s"),
     "straggler_nodes": ("straggler", "straggler_ranks", "median_busy_s", "ranks"),
     "startup": ("data_open_s", "compile_s", "steady_step_s", "startup_s", "model"),
+    "segments": ("kind",),
     "mfu": ("flops_per_sample", "precision_used", "peak_tflops", "device"),
     "accuracy": (
         "tolerance",

@@ -31,6 +31,9 @@ TITLES = {
     "ranks' busy times; slowdown over the fastest host, excess over the other hosts' median",
     "startup": "Start-up: seconds before the measured steps (median over ranks; startup_s: "
     "a program's launch to its first step)",
+    "segments": "Run-level segments of program cells: launch to the first segment and to the "
+    "first step, the program's named segments (count: occurrences), the steps' span, after the "
+    "last step, the whole wall time (median over ranks; segments may hold each other)",
     "accuracy": (
         "Accuracy: each validated cell against its fp32 reference, or a program cell against "
         "its baseline cell (the file's verdict)"

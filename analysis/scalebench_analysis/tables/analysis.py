@@ -17,6 +17,7 @@ from . import (
     quality,
     repetitions,
     scaling,
+    segments,
     startup,
     straggler_nodes,
 )
@@ -40,7 +41,8 @@ class Analysis:
     batch, batch_study and batch_curve (only when the file has a batch study: an auto
     cell or a listed-batch group, batch.py Note [Batch study]), stragglers, straggler_nodes
     (only when a cell's ranks ran on 2+ hosts: straggler_nodes.py), startup (cells
-    with start-up figures: startup.py), mfu (cells whose model FLOPs are known: mfu.py),
+    with start-up figures: startup.py), segments (program cells: where the program's wall time
+    went, segments.py), mfu (cells whose model FLOPs are known: mfu.py),
     accuracy
     (only when a cell has an accuracy group), then the ablation tables and speedup /
     regressions and phases (compare.compare_tables) when asked for."""
@@ -208,6 +210,9 @@ def analyze(results: Results | str, options: AnalysisOptions = AnalysisOptions()
         out.sections["straggler_nodes"] = nodes
     if len(started):
         out.sections["startup"] = started
+    spans = segments.segments_table(results)
+    if len(spans):  # Note [Run-level segments]
+        out.sections["segments"] = spans
     utilisation = mfu.mfu_table(results, mfu.load_peaks(options.peak_flops))
     if len(utilisation):
         out.sections["mfu"] = utilisation

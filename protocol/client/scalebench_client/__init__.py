@@ -481,6 +481,43 @@ def ended(by: str, message: str) -> None:
     _get().write({"type": "ended", "by": str(by), "message": str(message)[:4000]})
 
 
+def emit_segment(name: str, begin_ns: int, end_ns: int) -> None:
+    """A named span of the run outside (or around) its steps, in ``time.monotonic_ns()``: a
+    ``segment`` record (Note [Run-level segments], docs/programs.md#run-level-segments). The
+    worker sums the time and counts the occurrences per name. Adapters call it
+    (scalebench_client.lightning: setup, sanity check, each validation loop, checkpoint
+    saves, ...)."""
+    _get().write(
+        {
+            "type": "segment",
+            "name": str(name),
+            "begin_ns": int(begin_ns),
+            "end_ns": int(end_ns),
+        }
+    )
+
+
+class _Segment:
+    __slots__ = ("begin", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.begin = 0
+
+    def __enter__(self) -> None:
+        self.begin = _monotonic_ns()
+
+    def __exit__(self, *exc) -> None:
+        emit_segment(self.name, self.begin, _monotonic_ns())
+
+
+def segment(name: str) -> _Segment:
+    """Times the ``with`` block as the segment `name` (``with sb.segment("evaluation"):``):
+    the parts of a run outside its steps that a plain program wants named (data setup,
+    evaluation, saving). A no-op record when not started by scalebench."""
+    return _Segment(name)
+
+
 def report_code() -> None:
     """Reports which code of the branch's tree the program ran (the ``code`` record,
     scalebench_client.code_identity). ``finish`` calls it."""

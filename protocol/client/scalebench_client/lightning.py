@@ -57,6 +57,31 @@ dataloader empty, holds no step and is dropped when the loop ends (``on_test_end
 loop then reports ``ended`` by ``dataloader_end`` with the batches it ran and its
 ``limit_*_batches``.
 
+Note [Lightning segments]: around the steps the callback reports the run-level segments
+(docs/programs.md#run-level-segments), each a ``segment`` record, summed per name:
+
+=================  ==========================================================================
+``data_setup``     the Trainer's construction (or the previous stage's end) to the callbacks'
+                   ``setup`` hook: the strategy's environment (DDP's process group),
+                   ``prepare_data`` and the datamodule's ``setup``
+``model_setup``    ``setup`` to the stage's start: the module's ``setup`` and
+                   ``configure_model``, a checkpoint restored (``ckpt_path``), the strategy's
+                   setup (the DDP wrapper, the move to the device, the optimizers)
+``sanity_check``   Lightning's validation sanity check
+``fit``            ``on_fit_start`` to ``on_fit_end``: the loop with every validation and save
+``train``          ``on_train_start`` to ``on_train_end``: the training loop's epochs
+``validation``     each validation loop inside ``fit`` (not the sanity check)
+``checkpoint_save``  each ``Trainer.save_checkpoint`` (ModelCheckpoint's saves)
+``validate``,      the loop of ``Trainer.validate``, ``test``, ``predict``
+``test``,
+``predict``
+=================  ==========================================================================
+
+The worker adds the parts every program has: launch to the first segment (interpreter,
+imports, the objects built before the Trainer: the model and data modules, with Hydra the
+configuration's composition), launch to the first step, the steps' span and the time after
+the last step.
+
 Nothing here synchronises a GPU unless ``SCALEBENCH_SYNC_PHASES=1`` (an ``env:`` of the
 program): then each phase boundary waits for the device (``torch.cuda.synchronize``), so a
 phase's time is its GPU time, at the cost of a stall per boundary (about 10-50 us each, and
@@ -82,6 +107,8 @@ _HOOK_PHASES = {
 }
 _DATA_ACTION_SUFFIX = "].train_dataloader_next"
 _BATCH_ACTION = "run_training_batch"
+#: Trainer.save_checkpoint's profiler action (Note [Lightning segments]).
+_CHECKPOINT_ACTION = "save_checkpoint"
 _OPTIMIZER_HOOK = "optimizer_step"
 #: Note [Lightning evaluation loops]: the fetch of an evaluation batch, and its step hooks.
 _EVAL_DATA_SUFFIXES = ("].val_next", "].test_next", "].predict_next")
@@ -193,6 +220,7 @@ def make_phase_profiler(inner, evaluation: bool = False):
             self.step: _StepState | None = None
             self.batches = 0  # evaluation batches reported
             self.scopes: dict = {}  # action -> its open profiler scopes (profiled steps)
+            self.checkpoint_begin = 0  # an open Trainer.save_checkpoint
 
         def _now(self) -> int:
             """Now, after the device when SCALEBENCH_SYNC_PHASES=1: every phase boundary."""
@@ -234,6 +262,8 @@ def make_phase_profiler(inner, evaluation: bool = False):
             self.batches += 1
 
         def start(self, action_name: str) -> None:
+            if action_name == _CHECKPOINT_ACTION:  # Note [Lightning segments]
+                self.checkpoint_begin = _monotonic_ns()
             if self.evaluation:
                 self._eval_start(action_name)
                 self.inner.start(action_name)
@@ -272,6 +302,11 @@ def make_phase_profiler(inner, evaluation: bool = False):
 
         def stop(self, action_name: str) -> None:
             self.inner.stop(action_name)
+            if action_name == _CHECKPOINT_ACTION and self.checkpoint_begin:
+                sb.emit_segment(
+                    "checkpoint_save", self.checkpoint_begin, _monotonic_ns()
+                )
+                self.checkpoint_begin = 0
             if self.evaluation:
                 self._eval_stop(action_name)
                 return
@@ -372,12 +407,38 @@ def _limit_of(trainer, stage: str):
     return prefix, getattr(trainer, f"limit_{prefix}_batches", None)
 
 
+def _validate_stage(trainer) -> bool:
+    """Whether the trainer runs ``Trainer.validate`` (``trainer.validating`` is also true in
+    fit's validation loops)."""
+    return getattr(trainer.state, "fn", None) == "validate"
+
+
 def _callback_class(base):
     class ScalebenchCallback(base):
         """Reports Trainer.fit's steps (a training cell) or the batches of Trainer.validate,
-        test and predict (an inference cell), final metrics and memory to scalebench."""
+        test and predict (an inference cell), the run-level segments around them, final
+        metrics and memory to scalebench."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            # Note [Lightning segments]: made with the Trainer (the callbacks factory).
+            self.stage_ready_ns = _monotonic_ns()
+            self.open: dict[str, int] = {}
+
+        def _begin(self, name: str) -> None:
+            self.open[name] = _monotonic_ns()
+
+        def _end(self, name: str) -> int:
+            now = _monotonic_ns()
+            begin = self.open.pop(name, None)
+            if begin is not None:
+                sb.emit_segment(name, begin, now)
+            return now
 
         def setup(self, trainer, pl_module, stage: str) -> None:
+            now = _monotonic_ns()
+            sb.emit_segment("data_setup", self.stage_ready_ns, now)
+            self.open["model_setup"] = now
             evaluation = os.environ.get("SCALEBENCH_MODE") == "infer"
             wanted = stage in _EVAL_STAGES if evaluation else stage == "fit"
             if wanted and not getattr(trainer.profiler, "_scalebench", False):
@@ -385,10 +446,44 @@ def _callback_class(base):
                 profiler._scalebench = True
                 trainer.profiler = profiler
 
+        def on_fit_start(self, trainer, pl_module) -> None:
+            self._end("model_setup")
+            self._begin("fit")
+
+        def on_fit_end(self, trainer, pl_module) -> None:
+            self.stage_ready_ns = self._end("fit")
+
+        def on_sanity_check_start(self, trainer, pl_module) -> None:
+            self._begin("sanity_check")
+
+        def on_sanity_check_end(self, trainer, pl_module) -> None:
+            self._end("sanity_check")
+
+        def on_train_start(self, trainer, pl_module) -> None:
+            self._begin("train")
+
         def on_train_end(self, trainer, pl_module) -> None:
+            self._end("train")
             sb.ended(*ended_by(trainer))
             _report_metrics(trainer)
             sb.memory()
+
+        def on_validation_start(self, trainer, pl_module) -> None:
+            if trainer.sanity_checking:
+                return
+            if _validate_stage(trainer):  # Trainer.validate: its own stage
+                self._end("model_setup")
+                self._begin("validate")
+            else:  # a validation loop inside fit
+                self._begin("validation")
+
+        def on_test_start(self, trainer, pl_module) -> None:
+            self._end("model_setup")
+            self._begin("test")
+
+        def on_predict_start(self, trainer, pl_module) -> None:
+            self._end("model_setup")
+            self._begin("predict")
 
         def _evaluation_end(self, trainer, stage: str) -> None:
             profiler = trainer.profiler
@@ -406,13 +501,20 @@ def _callback_class(base):
             sb.memory()
 
         def on_validation_end(self, trainer, pl_module) -> None:
-            if not trainer.sanity_checking:
-                self._evaluation_end(trainer, "validate")
+            if trainer.sanity_checking:
+                return
+            if _validate_stage(trainer):
+                self.stage_ready_ns = self._end("validate")
+            else:
+                self._end("validation")
+            self._evaluation_end(trainer, "validate")
 
         def on_test_end(self, trainer, pl_module) -> None:
+            self.stage_ready_ns = self._end("test")
             self._evaluation_end(trainer, "test")
 
         def on_predict_end(self, trainer, pl_module) -> None:
+            self.stage_ready_ns = self._end("predict")
             self._evaluation_end(trainer, "predict")
 
         def on_exception(self, trainer, pl_module, exception: BaseException) -> None:

@@ -258,5 +258,55 @@ TEST(ProgramReport, OutputsSizesCannotWrap) {
   EXPECT_EQ(report.output_samples, 268435455);
 }
 
+std::string segment_line(const std::string& name, const std::string& begin,
+                         const std::string& end) {
+  return R"({"v":1,"type":"segment","name":")" + name + R"(","begin_ns":)" + begin +
+         R"(,"end_ns":)" + end + "}";
+}
+
+TEST(ProgramReport, SegmentsSumTheirTimeAndCountPerName) {
+  // Note [Run-level segments]: each validation loop adds to one total, never a list.
+  ProgramReport report;
+  apply_record(report, segment_line("validation", "110000000000", "111500000000"), bounds());
+  apply_record(report, segment_line("validation", "120000000000", "120500000000"), bounds());
+  apply_record(report, segment_line("fit", "105000000000", "130000000000"), bounds());
+  ASSERT_EQ(report.segments.size(), 2U);
+  EXPECT_DOUBLE_EQ(report.segments.at("validation").total_s, 2.0);
+  EXPECT_EQ(report.segments.at("validation").count, 2);
+  EXPECT_DOUBLE_EQ(report.segments.at("fit").total_s, 25.0);
+  EXPECT_EQ(report.segments.at("fit").count, 1);
+  EXPECT_DOUBLE_EQ(report.segments.at("validation").first_begin_s, 110.0);
+  EXPECT_DOUBLE_EQ(report.segments.at("fit").first_begin_s, 105.0);
+}
+
+TEST(ProgramReport, ImpossibleOrUnboundedSegmentsAreRefused) {
+  const struct {
+    std::string line;
+    std::string why;
+  } cases[] = {
+      {segment_line("s", "99000000000", "110000000000"), "a segment outside the program's run"},
+      {segment_line("s", "150000000000", "200000000002"), "a segment outside the program's run"},
+      {segment_line("s", "150000000001", "150000000000"), "a segment ends before it begins"},
+      {segment_line("", "150000000000", "150000000001"), "an empty segment name"},
+      {segment_line("a\\u001b[2J", "150000000000", "150000000001"), "a control character"},
+      {R"({"v":1,"type":"segment","begin_ns":1,"end_ns":2})", "no string 'name'"},
+      {R"({"v":1,"type":"segment","name":"s","begin_ns":150000000000})", "no integer 'end_ns'"},
+  };
+  for (const auto& c : cases) {
+    const std::string message = refusal(c.line);
+    EXPECT_NE(message.find(c.why), std::string::npos) << c.line << "\n" << message;
+  }
+  ProgramReport report;  // at most kMaxSegmentNames names; a known name always adds
+  for (std::size_t i = 0; i < kMaxSegmentNames; ++i) {
+    apply_record(report, segment_line("s" + std::to_string(i), "150000000000", "150000000001"),
+                 bounds());
+  }
+  apply_record(report, segment_line("s0", "150000000000", "150000000001"), bounds());
+  EXPECT_EQ(report.segments.at("s0").count, 2);
+  EXPECT_THROW(apply_record(report, segment_line("new", "150000000000", "150000000001"), bounds()),
+               ProgramRecordError);
+  EXPECT_EQ(report.segments.size(), kMaxSegmentNames);
+}
+
 }  // namespace
 }  // namespace scalebench

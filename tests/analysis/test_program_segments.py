@@ -1,0 +1,107 @@
+"""Run-level segments of a program cell (issue 39 item 5, Note [Run-level segments] in
+protocol/program/program_report.h): a plain Python program names two segments with
+scalebench_client.segment around its steps (a 0.3 s "data_setup" before them, a 0.05 s
+"evaluation" after every 5 steps, the last one after the last step, then a 0.2 s sleep), run by `scalebench run`;
+`analyze` shows each part with its count, and the parts every program has (launch to the first
+segment and to the first step, the steps' span, after the last step, the wall time) add up as
+the program ran them. Needs a build: SCALEBENCH_BUILD_DIR; skipped otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from programfiles import program_repository
+
+from conftest import run_cli, run_scalebench
+
+BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
+CLIENT = Path(__file__).resolve().parents[2] / "protocol" / "client"
+
+PROGRAM = """
+import argparse
+import time
+
+import scalebench_client as sb
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int)
+args = parser.parse_args()
+with sb.segment("data_setup"):
+    time.sleep(0.3)
+for index in range(args.steps):
+    with sb.step():
+        with sb.phase("forward"):
+            time.sleep(0.002)
+    if index % 5 == 4:
+        with sb.segment("evaluation"):
+            time.sleep(0.05)
+time.sleep(0.2)
+"""
+
+
+@pytest.fixture(scope="module")
+def segments_file(tmp_path_factory) -> Path:
+    if not BUILD:
+        pytest.skip("needs SCALEBENCH_BUILD_DIR (a build)")
+    work = tmp_path_factory.mktemp("segments")
+    repo = program_repository(work, "train.py", PROGRAM, {})
+    matrix = {
+        "name": "segments",
+        "repo": str(repo),
+        "branches": ["main"],
+        "defaults": {"device": "cpu", "warmup": 2, "iterations": 8, "timeout_s": 120},
+        "sweep": {"modes": ["train"], "batch_sizes": [1], "world_sizes": [1]},
+        "experiments": [
+            {
+                "name": "loop",
+                "program": {
+                    "python": sys.executable,
+                    "command": ["python", "train.py", "--steps", "{steps}"],
+                    "env": {"PYTHONPATH": str(CLIENT)},
+                },
+            }
+        ],
+    }
+    return run_scalebench(matrix, work)
+
+
+def test_analyze_shows_each_segment_and_where_the_wall_time_went(segments_file):
+    done = run_cli("analyze", str(segments_file), "--format", "json", check_rc=0)
+    rows = json.loads(done.stdout)["sections"]["segments"]
+    parts = {row["segment"]: row for row in rows}
+    assert [row["segment"] for row in rows] == [
+        "launch_to_first_segment",
+        "launch_to_first_step",
+        "data_setup",
+        "evaluation",
+        "steps",
+        "after_last_step",
+        "wall",
+    ]
+    assert [parts[n]["kind"] for n in ("data_setup", "evaluation")] == ["segment"] * 2
+    assert parts["data_setup"]["count"] == 1 and parts["evaluation"]["count"] == 2  # 10 steps
+    # The sleeps, with slack above for a busy machine (a sleep is never shorter).
+    assert 0.3 <= parts["data_setup"]["total_s"] < 3.0
+    assert 0.1 <= parts["evaluation"]["total_s"] < 2.0
+    assert parts["after_last_step"]["total_s"] >= 0.05 + 0.2  # the last evaluation, the sleep
+    # The first step follows the data set-up; the first evaluation lies inside the steps'
+    # span, the second after the last step.
+    first_step = parts["launch_to_first_step"]["total_s"]
+    assert first_step >= parts["launch_to_first_segment"]["total_s"] + 0.3
+    assert parts["steps"]["total_s"] >= 0.05 + 10 * 0.002
+    # Launch to the first step, the steps and what followed are the program's run: nothing
+    # is counted twice and at most the launch's own bookkeeping is missing.
+    whole = first_step + parts["steps"]["total_s"] + parts["after_last_step"]["total_s"]
+    assert whole == pytest.approx(parts["wall"]["total_s"], abs=0.05)
+    assert parts["wall"]["share_of_wall"] == pytest.approx(1.0)
+
+
+def test_the_console_table_names_the_segments(segments_file):
+    text = run_cli("analyze", str(segments_file), "--details", check_rc=0).stdout
+    section = text[text.index("Run-level segments") :]
+    assert "data_setup" in section and "evaluation" in section and "after_last_step" in section
