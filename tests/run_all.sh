@@ -98,14 +98,21 @@ ctest_run() {
   local rc=0 again=""
   ctest --preset "$preset" --rerun-failed -j 1 || rc=1
   ((rc == 0)) || again="$(failed_names "$failed_log")"
-  for name in "${first[@]}"; do
+  sort_rerun "$preset" "$again" "${first[@]}"
+  return "$rc"
+}
+# sort_rerun <label> <names failing again, one a line> <names that failed first...>: each
+# first failure as "<label>: <name>" into the failed tests if it failed again, else the flaky.
+sort_rerun() {
+  local label="$1" again="$2" name
+  shift 2
+  for name in "$@"; do
     if grep -qxF -- "$name" <<<"$again"; then
-      echo "$preset: $name" >>"$failed_tests_file"
+      echo "$label: $name" >>"$failed_tests_file"
     else
-      echo "$preset: $name" >>"$flaky_tests_file"
+      echo "$label: $name" >>"$flaky_tests_file"
     fi
   done
-  return "$rc"
 }
 # pytest_run <name> <command running pytest...>: the command (which ends in pytest's
 # arguments) with a cache of its own; the tests that failed run once more, in one process
@@ -113,7 +120,8 @@ ctest_run() {
 pytest_run() {
   local name="$1" rc=0
   shift
-  local cache="$repo/build/pytest-cache/$name" failed_list="$repo/build/pytest-cache/$name/v/cache/lastfailed"
+  local cache="$repo/build/pytest-cache/$name"
+  local failed_list="$cache/v/cache/lastfailed"
   rm -rf "$cache"
   "$@" -o cache_dir="$cache" && return 0
   [[ -f "$failed_list" ]] || return 1
@@ -124,13 +132,7 @@ pytest_run() {
   "$@" -o cache_dir="$cache" -n 0 --last-failed || rc=1
   local again=""
   ((rc == 0)) || again="$(pytest_failed_ids "$failed_list")"
-  for id in "${first[@]}"; do
-    if grep -qxF -- "$id" <<<"$again"; then
-      echo "$name: $id" >>"$failed_tests_file"
-    else
-      echo "$name: $id" >>"$flaky_tests_file"
-    fi
-  done
+  sort_rerun "$name" "$again" "${first[@]}"
   return "$rc"
 }
 # pytest_failed_ids <lastfailed>: pytest's cache of failed test ids (a JSON object), one a line.

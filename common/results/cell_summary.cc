@@ -259,7 +259,13 @@ CellSummary summarize_cell(const CellSpec& spec, const std::vector<RankResult>& 
                          });
   s.valid_replicas_in_sync =
       train && checksums ? replicas_in_sync(tables, limits.replica_checksum_rel_tolerance) : true;
-  s.valid = s.valid_enough_iterations && s.valid_cv && s.valid_replicas_in_sync;
+  // A cell whose worker found a reason not to trust it (a program that ran fewer steps than
+  // asked, the branch's code shadowed: RankResult::untrusted_reasons, stored beside the
+  // summary) is not valid either, so `info` and the end-of-run table never show it as valid.
+  const bool trusted = std::all_of(ranks.begin(), ranks.end(), [](const RankResult& rank) {
+    return rank.untrusted_reasons.empty();
+  });
+  s.valid = s.valid_enough_iterations && s.valid_cv && s.valid_replicas_in_sync && trusted;
   return s;
 }
 

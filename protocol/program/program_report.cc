@@ -82,6 +82,23 @@ void check_inside(const SpanNs& span, int64_t low, int64_t high, int64_t slack,
   }
 }
 
+/// The record's [begin_ns, end_ns] (a step's, a segment's: `what`), refused unless it is an
+/// interval inside the program's run.
+SpanNs span_in_run(const nlohmann::json& record, const std::string& what,
+                   const RecordBounds& bounds, const std::string& line) {
+  const auto field = [&](const char* key) {
+    const auto it = record.find(key);
+    if (it == record.end()) refuse(line, std::string("no integer '") + key + "'");
+    return integer_ns(*it, std::string("'") + key + "'", line);
+  };
+  const SpanNs span{field("begin_ns"), field("end_ns")};
+  if (span.end < span.begin) refuse(line, "a " + what + " ends before it begins");
+  check_inside(span, bounds.launch_ns, bounds.read_ns, bounds.resolution_ns,
+               "a " + what + " outside the program's run (before its launch or after it was read)",
+               line);
+  return span;
+}
+
 std::pair<double, double> seconds(const SpanNs& span) {
   return {static_cast<double>(span.begin) / kNsPerSecond,
           static_cast<double>(span.end) / kNsPerSecond};
@@ -120,15 +137,7 @@ void apply_step(ProgramReport& report, const nlohmann::json& record, const std::
                      " steps (twice warm-up + iterations, plus " + std::to_string(kStepMargin) +
                      "); does the program take its step count from {steps} or {iterations}?");
   }
-  const auto field = [&](const char* key) {
-    const auto it = record.find(key);
-    if (it == record.end()) refuse(line, std::string("no integer '") + key + "'");
-    return integer_ns(*it, std::string("'") + key + "'", line);
-  };
-  const SpanNs step_ns{field("begin_ns"), field("end_ns")};
-  if (step_ns.end < step_ns.begin) refuse(line, "a step ends before it begins");
-  check_inside(step_ns, bounds.launch_ns, bounds.read_ns, bounds.resolution_ns,
-               "a step outside the program's run (before its launch or after it was read)", line);
+  const SpanNs step_ns = span_in_run(record, "step", bounds, line);
   ProgramStep step;
   step.warmup = optional_field(record, "warmup", false, line);
   const bool profiled = optional_field(record, "profile", false, line);  // Note [Program profiles]
@@ -211,16 +220,7 @@ void apply_segment(ProgramReport& report, const nlohmann::json& record, const st
   if (name == record.end() || !name->is_string()) refuse(line, "no string 'name'");
   const std::string checked = checked_name(name->get<std::string>(), "segment", line);
   if (checked.empty()) refuse(line, "an empty segment name");
-  const auto field = [&](const char* key) {
-    const auto it = record.find(key);
-    if (it == record.end()) refuse(line, std::string("no integer '") + key + "'");
-    return integer_ns(*it, std::string("'") + key + "'", line);
-  };
-  const SpanNs span{field("begin_ns"), field("end_ns")};
-  if (span.end < span.begin) refuse(line, "a segment ends before it begins");
-  check_inside(span, bounds.launch_ns, bounds.read_ns, bounds.resolution_ns,
-               "a segment outside the program's run (before its launch or after it was read)",
-               line);
+  const SpanNs span = span_in_run(record, "segment", bounds, line);
   if (!report.segments.count(checked) && report.segments.size() >= kMaxSegmentNames) {
     refuse(line, "more than " + std::to_string(kMaxSegmentNames) + " distinct segment names");
   }

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import h5py
@@ -40,6 +41,30 @@ def program_repository(root: Path, script: str, main: str, branches: dict) -> Pa
         _git("commit", "-q", "-am", f"{name}: the script changed", cwd=repo)
     _git("checkout", "-q", "main", cwd=repo)
     return repo
+
+
+def python_program_matrix(name: str, repo: Path, branches: list, defaults: dict) -> dict:
+    """A matrix of one training experiment `loop` that runs REPO's `train.py --steps {steps}`
+    with this interpreter and this tree's client on PYTHONPATH (a plain Python program: each
+    cell starts in a fraction of a second), batch 1, world size 1, on `branches`."""
+    client = Path(__file__).resolve().parents[2] / "protocol" / "client"
+    return {
+        "name": name,
+        "repo": str(repo),
+        "branches": branches,
+        "defaults": {"device": "cpu", "timeout_s": 120, **defaults},
+        "sweep": {"modes": ["train"], "batch_sizes": [1], "world_sizes": [1]},
+        "experiments": [
+            {
+                "name": "loop",
+                "program": {
+                    "python": sys.executable,
+                    "command": ["python", "train.py", "--steps", "{steps}"],
+                    "env": {"PYTHONPATH": str(client)},
+                },
+            }
+        ],
+    }
 
 
 def read_program_cells(path: str) -> dict:

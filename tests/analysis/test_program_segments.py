@@ -1,26 +1,25 @@
 """Run-level segments of a program cell (issue 39 item 5, Note [Run-level segments] in
 protocol/program/program_report.h): a plain Python program names two segments with
 scalebench_client.segment around its steps (a 0.3 s "data_setup" before them, a 0.05 s
-"evaluation" after every 5 steps, the last one after the last step, then a 0.2 s sleep), run by `scalebench run`;
-`analyze` shows each part with its count, and the parts every program has (launch to the first
-segment and to the first step, the steps' span, after the last step, the wall time) add up as
-the program ran them. Needs a build: SCALEBENCH_BUILD_DIR; skipped otherwise."""
+"evaluation" after every 5 steps, the last one after the last step, then a 0.2 s sleep), run
+by `scalebench run`; `analyze` shows each part with its count, and the parts every program
+has (launch to the first segment and to the first step, the steps' span, after the last step,
+the wall time) add up as the program ran them. Needs a build: SCALEBENCH_BUILD_DIR; skipped
+otherwise."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from programfiles import program_repository
+from programfiles import program_repository, python_program_matrix
 
 from conftest import run_cli, run_scalebench
 
 BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
-CLIENT = Path(__file__).resolve().parents[2] / "protocol" / "client"
 
 PROGRAM = """
 import argparse
@@ -50,23 +49,7 @@ def segments_file(tmp_path_factory) -> Path:
         pytest.skip("needs SCALEBENCH_BUILD_DIR (a build)")
     work = tmp_path_factory.mktemp("segments")
     repo = program_repository(work, "train.py", PROGRAM, {})
-    matrix = {
-        "name": "segments",
-        "repo": str(repo),
-        "branches": ["main"],
-        "defaults": {"device": "cpu", "warmup": 2, "iterations": 8, "timeout_s": 120},
-        "sweep": {"modes": ["train"], "batch_sizes": [1], "world_sizes": [1]},
-        "experiments": [
-            {
-                "name": "loop",
-                "program": {
-                    "python": sys.executable,
-                    "command": ["python", "train.py", "--steps", "{steps}"],
-                    "env": {"PYTHONPATH": str(CLIENT)},
-                },
-            }
-        ],
-    }
+    matrix = python_program_matrix("segments", repo, ["main"], {"warmup": 2, "iterations": 8})
     return run_scalebench(matrix, work)
 
 
@@ -105,3 +88,11 @@ def test_the_console_table_names_the_segments(segments_file):
     text = run_cli("analyze", str(segments_file), "--details", check_rc=0).stdout
     section = text[text.index("Run-level segments") :]
     assert "data_setup" in section and "evaluation" in section and "after_last_step" in section
+
+
+def test_the_report_has_the_segments_table(segments_file, tmp_path):
+    report = tmp_path / "segments.html"
+    run_cli("report", str(segments_file), "-o", str(report), check_rc=0)
+    page = report.read_text()
+    section = page[page.index("Run-level segments") :]
+    assert "data_setup" in section and "after_last_step" in section

@@ -1,6 +1,7 @@
 """The per-cell summary is computed once, by scalebench (C++), and read by the analysis
 package: count, cv, the validity flags and their thresholds come from the file."""
 
+import json
 import shutil
 from pathlib import Path
 
@@ -100,7 +101,10 @@ def test_summary_matches_the_raw_timings(raw):
             quiet,
             in_sync,
         ), cell.cell_id
-        assert s["valid"] == (enough and quiet and in_sync)
+        # Layout 1.9: a cell with untrusted_reasons (a program cell's worker found one) is
+        # not valid, so info never shows it as such.
+        trusted = not json.loads(cell.attrs.get("untrusted_reasons", "[]"))
+        assert s["valid"] == (enough and quiet and in_sync and trusted)
         # Layout 1.8: the median's interval, the same order statistics as the reference.
         if "median_ci_low_s" in s:
             low, high = make_results.median_interval(samples)

@@ -30,19 +30,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import h5py
 import pytest
 
-from programfiles import program_repository, text
+from programfiles import program_repository, python_program_matrix, text
 
 from conftest import run_cli, run_scalebench
 
 BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CLIENT = REPO_ROOT / "protocol" / "client"
 DELAY_S = 0.03
 WARMUP, ITERATIONS, REPETITIONS = 3, 20, 3
 
@@ -80,30 +78,17 @@ for _ in range(args.steps):
 
 
 def _matrix(repo: Path, branches: list, repetitions: int) -> dict:
-    return {
-        "name": "verdicts",
-        "repo": str(repo),
-        "branches": branches,
-        "defaults": {
-            "device": "cpu",
+    return python_program_matrix(
+        "verdicts",
+        repo,
+        branches,
+        {
             "warmup": WARMUP,
             "iterations": ITERATIONS,
             "repetitions": repetitions,
-            "timeout_s": 120,
             "cpu_threads": 1,
         },
-        "sweep": {"modes": ["train"], "batch_sizes": [1], "world_sizes": [1]},
-        "experiments": [
-            {
-                "name": "loop",
-                "program": {
-                    "python": sys.executable,
-                    "command": ["python", "train.py", "--steps", "{steps}"],
-                    "env": {"PYTHONPATH": str(CLIENT)},
-                },
-            }
-        ],
-    }
+    )
 
 
 @pytest.fixture(scope="module")

@@ -85,6 +85,19 @@ TEST(CellSummary, ReplicasOutOfSyncInvalidates) {
   EXPECT_FALSE(summarize_cell(train_cell(2, 4), {r0, r1}).valid_replicas_in_sync);
 }
 
+TEST(CellSummary, AnUntrustedRankInvalidates) {
+  // A program cell whose worker found a reason not to trust it (here: fewer steps than
+  // asked) is not valid, whatever its timings: info shows valid 0.
+  const std::vector<std::vector<double>> rows = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 1}};
+  auto r0 = make_rank(0, kTrainPhases, 1, rows, {{"param_checksum", 1.0}});
+  auto r1 = make_rank(1, kTrainPhases, 1, rows, {{"param_checksum", 1.0}});
+  EXPECT_TRUE(summarize_cell(train_cell(2, 8), {r0, r1}).valid);
+  r1.untrusted_reasons.push_back("the program ran 8 steps where 20 were asked");
+  const CellSummary s = summarize_cell(train_cell(2, 8), {r0, r1});
+  EXPECT_TRUE(s.valid_enough_iterations && s.valid_cv && s.valid_replicas_in_sync);
+  EXPECT_FALSE(s.valid);
+}
+
 TEST(CellSummary, FinalLossMeanIsTheGroupsLoss) {
   const std::vector<std::vector<double>> rows = {{0, 1}};
   const auto r0 = make_rank(0, kTrainPhases, 0, rows, {{"final_loss", 2.0}});
