@@ -77,7 +77,9 @@ std::vector<std::string> supported_overrides() {
                                 "scalebench.model",
                                 "scalebench.torchscript",
                                 "scalebench.input_shape",
-                                "scalebench.num_classes"};
+                                "scalebench.num_classes",
+                                "scalebench.baseline.branch",
+                                "scalebench.baseline.metrics"};
   for (const auto& setting : settings_table()) {
     if (!setting.axis) keys.push_back("scalebench." + std::string(setting.key));
   }
@@ -375,6 +377,9 @@ class RowReader {
       if (parsed) put(experiment, std::string(setting->key), *parsed, field, "overrides");
       return parsed.has_value();
     }
+    if (key == "scalebench.baseline.branch" || key == "scalebench.baseline.metrics") {
+      return read_baseline(key, value, field);
+    }
     if (key == "scalebench.model") {
       experiment.model.zoo = value;
       experiment.model_where = {file_, field.line, field.column, "overrides"};
@@ -402,10 +407,51 @@ class RowReader {
     return true;
   }
 
+  /// Note [Task file baseline]: `scalebench.baseline.branch=<ref>` and
+  /// `scalebench.baseline.metrics=[<name>,<name>]` set the matrix's `baseline:` (the YAML
+  /// key); every row that gives one must give the same.
+  bool read_baseline(const std::string& key, const std::string& value, const CsvField& field) {
+    const bool branch = key == "scalebench.baseline.branch";
+    if (value.empty()) return false;
+    BaselineSpec given = baseline_;
+    if (branch) {
+      given.branch = value;
+    } else {
+      given.metrics.clear();
+      // Hydra's list syntax, `[a,b]` (a comma outside brackets separates overrides), or one.
+      const bool listed = value.size() >= 2 && value.front() == '[' && value.back() == ']';
+      if (value.front() == '[' && !listed) return false;
+      std::stringstream names(listed ? value.substr(1, value.size() - 2) : value);
+      for (std::string name; std::getline(names, name, ',');) {
+        if (name.empty()) return false;
+        given.metrics.push_back(name);
+      }
+    }
+    const bool earlier = branch ? !baseline_.branch.empty() : !baseline_.metrics.empty();
+    if (earlier && !(given == baseline_)) {
+      error(field, "overrides",
+            "override '" + key + "=" + value + "' differs from an earlier row's (line " +
+                std::to_string(baseline_line_) +
+                "); the baseline is the whole task file's: give every row the same, or one row");
+      return true;  // reported here, not as a bad value
+    }
+    baseline_ = given;
+    baseline_line_ = field.line;
+    return true;
+  }
+
+ public:
+  /// The baseline the rows asked for (Note [Task file baseline]) and the line that set it.
+  const BaselineSpec& baseline() const { return baseline_; }
+  int baseline_line() const { return baseline_line_; }
+
+ private:
   std::string file_;
   bool inference_;
   Diagnostics& diagnostics_;
   const std::optional<ProgramSpec>& program_;
+  BaselineSpec baseline_;
+  int baseline_line_ = 0;
 };
 
 std::vector<std::string> trimmed(const CsvRecord& record) {
@@ -463,6 +509,13 @@ MatrixRequest read_cytodl_csv(const std::string& text, const std::string& file, 
   if (request.experiments.empty() && !diagnostics.has_errors()) {
     diagnostics.error({file, records.front().line, 1, ""},
                       "the task file has a header but no rows; add at least one task");
+  }
+  request.baseline = reader.baseline();  // Note [Task file baseline]
+  if (!request.baseline.branch.empty() && !seen_branches.count(request.baseline.branch)) {
+    diagnostics.error({file, reader.baseline_line(), 1, "overrides"},
+                      "scalebench.baseline.branch=" + request.baseline.branch +
+                          " is no row's branch (" + join(request.branches) +
+                          "); name the branch of the rows to compare with");
   }
   if (!request.experiments.empty() && !diagnostics.has_errors()) {
     // A row names the user's experiment, but what runs may be a stand-in: say so.

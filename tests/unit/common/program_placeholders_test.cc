@@ -200,5 +200,46 @@ TEST(CytodlProgramRows, WithoutATemplateEveryRowIsAStandInAndTheFileSaysSo) {
   }
 }
 
+TEST(CytodlProgramRows, RowsCanAskForTheAccuracyCheckAgainstABaselineBranch) {
+  // Note [Task file baseline]: the matrix's `baseline:` from the rows' overrides, which are
+  // not passed on to the program.
+  const testing::TempDir dir;
+  const std::string head = "branch,experiment,trainer,max_epochs,batch_size,overrides\n";
+  const std::string program = "command: [python, train.py, \"{overrides}\"]\n";
+  const auto matrix =
+      load_with(dir,
+                {{"t.csv", head + "main,im2im/segmentation,cpu,1,4,\"scalebench.validate=true\"\n"
+                                  "opt,im2im/segmentation,cpu,1,4,\"scalebench.validate=true "
+                                  "scalebench.baseline.branch=main "
+                                  "scalebench.baseline.metrics=[val/loss,train_loss]\"\n"},
+                 {"t.program.yaml", program}},
+                "t.csv");
+  ASSERT_EQ(matrix.cells.size(), 2U);
+  EXPECT_EQ(matrix.baseline.branch, "main");
+  EXPECT_EQ(matrix.baseline.metrics, (std::vector<std::string>{"val/loss", "train_loss"}));
+  for (const auto& cell : matrix.cells) {
+    EXPECT_TRUE(cell.validate);
+    EXPECT_EQ(cell.program.command, (std::vector<std::string>{"python", "train.py"}));
+  }
+  const auto refused = [&](const std::string& rows, const std::string& expected) {
+    try {
+      load_with(dir, {{"t.csv", head + rows}}, "t.csv");
+      ADD_FAILURE() << "accepted: " << rows;
+    } catch (const MatrixError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused(
+      "main,im2im/segmentation,cpu,1,4,\"scalebench.baseline.branch=main\"\n"
+      "opt,im2im/segmentation,cpu,1,4,\"scalebench.baseline.branch=opt\"\n",
+      "t.csv:3:");
+  refused(
+      "main,im2im/segmentation,cpu,1,4,\"scalebench.baseline.branch=main\"\n"
+      "opt,im2im/segmentation,cpu,1,4,\"scalebench.baseline.branch=opt\"\n",
+      "differs from an earlier row's (line 2)");
+  refused("opt,im2im/segmentation,cpu,1,4,\"scalebench.baseline.branch=mian\"\n",
+          "scalebench.baseline.branch=mian is no row's branch (opt)");
+}
+
 }  // namespace
 }  // namespace scalebench
