@@ -437,3 +437,86 @@ def test_lightning_reports_the_run_level_segments_of_fit_and_test(tmp_path):
     assert fit[0] <= sanity[0] <= sanity[1] <= train[0]
     assert segments["data_setup"][0][1] <= segments["model_setup"][0][0] <= fit[0]
     assert fit[1] <= segments["data_setup"][1][0] <= segments["model_setup"][1][1] <= test[0]
+
+
+#: A Lightning program that names no scalebench: trains a little, with a validation loader;
+#: argv[1] "own" hands its own outputs (ones), "submodule" has a validation_step that calls
+#: the layer itself and returns the predictions (Note [Lightning outputs]).
+_LIGHTNING_OUTPUTS_SCRIPT = """
+import sys
+import torch
+import lightning.pytorch as pl
+from torch.utils.data import DataLoader, TensorDataset
+
+class Net(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(16, 4)
+    def forward(self, x):
+        return self.layer(x)
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self(x), y)
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        if sys.argv[1] == "submodule":
+            pred = self.layer(x)
+            self.log("val_loss", torch.nn.functional.mse_loss(pred, y))
+            return {"loss": torch.nn.functional.mse_loss(pred, y), "pred": pred}
+        self.log("val_loss", torch.nn.functional.mse_loss(self(x), y))
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+pl.seed_everything(0)
+data = TensorDataset(torch.randn(32, 16), torch.randn(32, 4))
+trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, max_steps=4,
+                     enable_progress_bar=False, enable_model_summary=False,
+                     enable_checkpointing=False, num_sanity_val_steps=0)
+net = Net()
+trainer.fit(net, train_dataloaders=DataLoader(data, batch_size=8, shuffle=True),
+            val_dataloaders=DataLoader(data, batch_size=8))
+if sys.argv[1] == "own":
+    import scalebench_client as sb
+    sb.outputs(torch.ones(3, 2))
+"""
+
+
+def _lightning_outputs(tmp_path, variant: str):
+    """(the records, the float32 outputs file's values) of the outputs script."""
+    outputs = tmp_path / f"{variant}.f32"
+    records = _program_records(
+        tmp_path,
+        _lightning_python(),
+        _LIGHTNING_OUTPUTS_SCRIPT,
+        [variant],
+        "train",
+        PYTHONWARNINGS="ignore",
+        SCALEBENCH_OUTPUTS_FILE=str(outputs),
+        SCALEBENCH_VALIDATION_SAMPLES="6",
+    )
+    handed = [r for r in records if r["type"] == "outputs"]
+    values = np.fromfile(outputs, dtype="<f4") if outputs.exists() else None
+    return handed, values
+
+
+def test_lightning_hands_the_outputs_of_a_fixed_batch_without_the_programs_help(tmp_path):
+    """Note [Lightning outputs] (issue 39 item 6): with validate: true a program that never
+    calls scalebench_client.outputs still gets the accuracy check: the adapter runs the
+    module's validation_step on the first validation batch and hands what forward returned
+    (6 samples asked of a batch of 8, 4 logits each); a validation_step that calls its layers
+    itself hands its returned predictions; a program's own outputs win."""
+    handed, values = _lightning_outputs(tmp_path, "forward")
+    assert [(r["samples"], r["shape"]) for r in handed] == [(6, [4])], handed
+    assert values.shape == (6 * 4,) and np.all(np.isfinite(values))
+    # Without a forward call: the step's per-sample tensors (its `pred`; the scalar loss is
+    # no sample's), the same numbers as forward's.
+    submodule_dir = tmp_path / "submodule"
+    submodule_dir.mkdir()
+    handed, from_step = _lightning_outputs(submodule_dir, "submodule")
+    assert [(r["samples"], r["shape"]) for r in handed] == [(6, [4])], handed
+    assert np.allclose(from_step, values)
+    own_dir = tmp_path / "own"
+    own_dir.mkdir()
+    handed, own = _lightning_outputs(own_dir, "own")
+    assert [(r["samples"], r["shape"]) for r in handed] == [(3, [2])], handed
+    assert np.array_equal(own, np.ones(6, dtype="<f4"))

@@ -3,7 +3,9 @@ composes ``configs/train.yaml`` with an experiment and a trainer config and the 
 line's overrides, and ``Trainer.fit`` trains a small image classifier on synthetic data.
 
 Nothing in it knows about scalebench: run by scalebench (docs/programs.md#lightning), the
-client's Lightning adapter reports its steps through the ``callbacks_factory`` entry point.
+client's Lightning adapter reports its steps through the ``callbacks_factory`` entry point,
+and with ``validate: true`` hands the trained model's outputs on a fixed batch for the
+accuracy check across branches (Note [Lightning outputs]).
 Run alone: ``python train.py experiment=cnn trainer.max_steps=20``.
 
 The demo repository's branch ``bf16-channels-last`` (run_demo.sh) sets ``model.channels_last``
@@ -16,7 +18,6 @@ import time
 
 import hydra
 import lightning as L
-import scalebench_client as sb
 import torch
 import torch.nn.functional as F
 from omegaconf import DictConfig
@@ -74,21 +75,6 @@ class SyntheticImages(L.LightningDataModule):
         return DataLoader(self.train, batch_size=self.hparams.batch_size, shuffle=True)
 
 
-def hand_validation_outputs(trainer: L.Trainer, model: L.LightningModule, cfg) -> None:
-    """The trained model's logits on fixed images (each rank its own, the same on every
-    branch) for scalebench's accuracy check across branches (docs/accuracy.md#across-cells),
-    in the precision the trainer ran: a no-op unless the cell has `validate: true`."""
-    if not sb.wants_outputs():
-        return
-    generator = torch.Generator().manual_seed(1000 + trainer.global_rank)
-    images = torch.randn(
-        64, cfg.data.channels, cfg.data.size, cfg.data.size, generator=generator
-    )
-    model.eval()
-    with torch.no_grad(), trainer.precision_plugin.forward_context():
-        sb.outputs(model(images.to(model.device)).float())
-
-
 @hydra.main(version_base=None, config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> None:
     began = time.monotonic()
@@ -97,7 +83,6 @@ def main(cfg: DictConfig) -> None:
     model = ImageClassifier(**cfg.model)
     trainer = L.Trainer(**cfg.trainer)
     trainer.fit(model, datamodule=data)
-    hand_validation_outputs(trainer, model, cfg)
     if trainer.global_rank == 0:
         print(
             f"trained {trainer.global_step} steps in {time.monotonic() - began:.2f} s "
