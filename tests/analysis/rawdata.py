@@ -24,10 +24,14 @@ class RawCell:
 
     def replicas_in_sync(self, rel_tolerance: float) -> bool:
         """train: every rank reported a param_checksum equal to rank 0's within
-        `rel_tolerance` (relative to the larger magnitude); inference: True."""
+        `rel_tolerance` (relative to the larger magnitude); inference, and a program cell
+        whose program reports no param_checksum: True (common/results/cell_summary.cc)."""
         if self.mode != "train":
             return True
         checksums = self.rank_metrics.get("param_checksum")
+        program = bool(self.spec.get("program", {}).get("command"))
+        if program and (checksums is None or not np.any(np.isfinite(checksums))):
+            return True  # a program cell is checked only when it reports param_checksum
         if checksums is None or not np.all(np.isfinite(checksums)):
             return False
         scale = np.maximum(np.abs(checksums), abs(checksums[0]))
