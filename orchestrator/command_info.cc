@@ -41,7 +41,7 @@ void print_table(const nlohmann::json& overview, std::ostream& out) {
     }
   }
   out << format_summary_table(summary_rows(overview)) << format_mfu(overview)
-      << format_series_table(overview) << format_damage(overview);
+      << format_series_table(overview) << format_program_times(overview) << format_damage(overview);
 }
 
 bool has_damage(const nlohmann::json& overview) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -215,6 +216,45 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
   return out.str();
 }
 
+std::string format_program_times(const nlohmann::json& overview) {
+  std::vector<SummaryRow> rows = summary_rows(overview);
+  const auto stored = overview.value("cells", nlohmann::json::object());
+  if (!stored.is_object()) return "";
+  const auto seconds = [](const nlohmann::json& times, const char* key) {
+    const double value = overview_number(times, key);
+    return std::isnan(value) ? std::string("-") : fixed(value, 2);
+  };
+  std::vector<std::vector<std::string>> table;
+  for (const auto& row : rows) {
+    if (row.status != "ok" || !stored.contains(row.cell_id)) continue;
+    const auto times = stored.at(row.cell_id).value("program_times", nlohmann::json());
+    if (!times.is_object()) continue;
+    std::vector<std::pair<double, std::string>> segments;
+    const auto named = times.value("segments", nlohmann::json::object());  // outlives the loop
+    for (const auto& [name, total] : named.items()) {
+      if (total.is_number()) segments.emplace_back(total.get<double>(), name);
+    }
+    std::sort(segments.begin(), segments.end(), std::greater<>());
+    std::string longest;
+    for (size_t i = 0; i < std::min<size_t>(segments.size(), 3); ++i) {
+      longest += (i ? ", " : "") + segments[i].second + " " + fixed(segments[i].first, 2);
+    }
+    table.push_back({row.branch.empty() ? "-" : row.branch, row.experiment, row.mode,
+                     std::to_string(row.batch_size), std::to_string(row.world_size),
+                     seconds(times, "wall_s"), seconds(times, "program_startup_s"),
+                     seconds(times, "steps_s"), seconds(times, "program_after_steps_s"),
+                     longest.empty() ? "-" : longest});
+  }
+  if (table.empty()) return "";
+  std::ostringstream out;
+  out << "# Program cells: where the wall time went (s, median over ranks; every segment: "
+         "scalebench analyze --details)\n";
+  out << aligned_columns({"branch", "experiment", "mode", "batch", "world", "wall", "to step 1",
+                          "steps", "after", "longest segments"},
+                         {"", "", "", "", "", "(s)", "(s)", "(s)", "(s)", "(s)"}, table);
+  return out.str();
+}
+
 nlohmann::json info_json(const std::string& file, const nlohmann::json& overview) {
   auto rows = summary_rows(overview);
   std::sort(rows.begin(), rows.end(),
@@ -254,6 +294,9 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
     }
     if (const auto accuracy = source.value("accuracy", nlohmann::json()); accuracy.is_object()) {
       cell["accuracy"] = accuracy;  // Note [Accuracy validation]
+    }
+    if (const auto times = source.value("program_times", nlohmann::json()); times.is_object()) {
+      cell["program_times"] = times;  // Note [Run-level segments]
     }
     if (const auto flops = cell_flops(source)) {
       auto optional = [](const std::optional<double>& v, double scale) {

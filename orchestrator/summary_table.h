@@ -74,4 +74,9 @@ std::string format_damage(const nlohmann::json& overview);
 /// out (the end of `scalebench run`; `info` shows them all).
 std::string format_mfu(const nlohmann::json& overview, bool achieved_only_rows = true);
 
+/// Note [Run-level segments]: one line per ok program cell that has `program_times`: its
+/// wall time, launch to the first step, the steps' span, after the last step (seconds, median
+/// over ranks) and its three longest named segments; "" when no cell has them. Pure.
+std::string format_program_times(const nlohmann::json& overview);
+
 }  // namespace scalebench

@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <string_view>
 
 #include "common/cell/stats.h"
 #include "common/hdf5/check.h"
@@ -121,6 +124,50 @@ void read_model_flops(hid_t cell, nlohmann::json& out) {
   }
 }
 
+/// Note [Run-level segments] (protocol/program/program_report.h): a program cell's
+/// `program_times`, the median over ranks of its wall time, launch to the first step, the
+/// steps' span, the time after the last step, and each named segment's total; absent for
+/// other cells. Optional figures, as read_model_flops's.
+void read_program_times(hid_t cell, nlohmann::json& out) {
+  try {
+    const auto ranks = results::read_rank_metrics(cell);
+    const auto median = [&ranks](const std::string& name) -> std::optional<double> {
+      std::vector<double> column;
+      for (const auto& rank : ranks) {
+        if (const auto it = rank.find(name); it != rank.end() && std::isfinite(it->second)) {
+          column.push_back(it->second);
+        }
+      }
+      if (column.empty()) return std::nullopt;
+      return percentile(std::move(column), 50.0);
+    };
+    const auto wall = median("loop_wall_s");
+    const auto steps = median("program_steps_span_s");
+    if (!wall || !steps) return;
+    nlohmann::json times{{"wall_s", *wall}, {"steps_s", *steps}};
+    for (const char* name : {"program_startup_s", "program_after_steps_s"}) {
+      if (const auto value = median(name)) times[name] = *value;
+    }
+    nlohmann::json segments = nlohmann::json::object();
+    static constexpr std::string_view kPrefix = "segment_";
+    static constexpr std::string_view kSuffix = "_s";
+    for (const auto& [name, value] :
+         ranks.empty() ? std::map<std::string, double>{} : ranks.front()) {
+      if (name.starts_with(kPrefix) && name.ends_with(kSuffix) &&
+          name.size() > kPrefix.size() + kSuffix.size()) {
+        if (const auto total = median(name)) {
+          segments[name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size())] =
+              *total;
+        }
+      }
+    }
+    times["segments"] = segments;
+    out["program_times"] = times;
+  } catch (const std::exception&) {
+    H5Eclear2(H5E_DEFAULT);
+  }
+}
+
 nlohmann::json read_cell(hid_t cells, const std::string& id) {
   std::optional<Hdf5Handle> cell;
   try {
@@ -178,6 +225,7 @@ nlohmann::json read_cell(hid_t cells, const std::string& id) {
   }
   if (out["accuracy"].is_object()) parse_json_member(out["accuracy"], "failed_checks");
   read_model_flops(*cell, out);
+  read_program_times(*cell, out);
   return out;
 }
 

@@ -117,7 +117,7 @@ void record_report(RankResult& result, const ProgramRun& run, const CellSpec& ce
     // Note [Run-level segments]: the steps' span, and what followed the last step.
     result.metrics["program_steps_span_s"] = report.steps.back().end - report.steps.front().begin;
     result.metrics["program_after_steps_s"] =
-        std::max(0.0, origin_s + run.exit.wall_s - report.steps.back().end);
+        std::max(0.0, run.launch_s + run.exit.wall_s - report.steps.back().end);
   }
   double first_segment_s = std::numeric_limits<double>::infinity();
   for (const auto& [name, segment] : report.segments) {

@@ -95,6 +95,7 @@ ProgramRun run_and_read(SubprocessOptions options, MPI_Comm group, double timeou
     return !run.peer_failed;
   };
   bounds.launch_ns = steady_ns();  // no time of the program's can be earlier
+  run.launch_s = static_cast<double>(bounds.launch_ns) / 1e9;
   Subprocess child(options);
   child_group = child.pid();
   pipe.close_write();  // the child holds the only write end

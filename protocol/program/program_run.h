@@ -21,6 +21,9 @@ struct ProgramRun {
   bool peer_failed = false;  ///< ended because another rank's program failed
   bool over_budget = false;  ///< ended by Note [Program memory budget]'s resident-set check
   double sampled_peak_rss_bytes = -1;  ///< largest resident set of its group seen (-1: none)
+  /// steady_clock seconds just before the spawn: with `exit.wall_s`, when the program ended
+  /// on the clock of its records (Note [Run-level segments]).
+  double launch_s = 0;
 };
 
 /// Runs the program to its end, reading its records as they come; ends it early on a

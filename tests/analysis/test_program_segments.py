@@ -71,7 +71,11 @@ def test_analyze_shows_each_segment_and_where_the_wall_time_went(segments_file):
     # The sleeps, with slack above for a busy machine (a sleep is never shorter).
     assert 0.3 <= parts["data_setup"]["total_s"] < 3.0
     assert 0.1 <= parts["evaluation"]["total_s"] < 2.0
-    assert parts["after_last_step"]["total_s"] >= 0.05 + 0.2  # the last evaluation, the sleep
+    # The last evaluation and the sleep (0.25 s) less the program's exec after the spawn
+    # (the wall time runs from the exec under the supervisor): at least the sleep. Stop 47's
+    # fresh clone measured 0.2493 s against 0.25 when the exit was placed from the cell's
+    # origin (before the spawn) instead of the spawn.
+    assert parts["after_last_step"]["total_s"] >= 0.2
     # The first step follows the data set-up; the first evaluation lies inside the steps'
     # span, the second after the last step.
     first_step = parts["launch_to_first_step"]["total_s"]
@@ -96,3 +100,18 @@ def test_the_report_has_the_segments_table(segments_file, tmp_path):
     page = report.read_text()
     section = page[page.index("Run-level segments") :]
     assert "data_setup" in section and "after_last_step" in section
+
+
+def test_info_shows_the_program_cells_wall_time_and_longest_segments(segments_file):
+    import subprocess
+
+    done = subprocess.run(
+        [str(Path(BUILD) / "bin" / "scalebench"), "info", str(segments_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    section = done.stdout[done.stdout.index("# Program cells: where the wall time went") :]
+    line = next(row for row in section.splitlines() if row.lstrip().startswith("main"))
+    assert "data_setup 0." in line and "evaluation 0." in line, section

@@ -260,5 +260,27 @@ TEST(InfoJson, SeriesWithTheirIntervals) {
   EXPECT_TRUE(info_json("r.h5", overview_fixture()).at("series").empty());
 }
 
+TEST(FormatProgramTimes, OneLinePerProgramCellWithItsLongestSegments) {
+  // Note [Run-level segments]: what `info` shows of a program cell's run; "" without one.
+  EXPECT_EQ(format_program_times(overview_fixture()), "");
+  auto overview = overview_fixture();
+  overview["cells"]["bbbb"]["program_times"] = nlohmann::json::parse(R"({
+      "wall_s": 14.66, "steps_s": 4.58, "program_startup_s": 7.86,
+      "program_after_steps_s": 2.21,
+      "segments": {"data_setup": 0.094, "model_setup": 0.0015, "fit": 4.59, "train": 4.58}})");
+  const std::string table = format_program_times(overview);
+  EXPECT_NE(table.find("# Program cells: where the wall time went"), std::string::npos) << table;
+  const auto line = table.substr(table.find("     main"));
+  EXPECT_NE(line.find("14.66"), std::string::npos) << table;
+  EXPECT_NE(line.find("7.86"), std::string::npos) << table;
+  EXPECT_NE(line.find("2.21"), std::string::npos) << table;
+  EXPECT_NE(line.find("fit 4.59, train 4.58, data_setup 0.09"), std::string::npos) << table;
+  EXPECT_EQ(line.find("model_setup"), std::string::npos) << table;  // the three longest
+  EXPECT_EQ(table.find("bad"), std::string::npos) << table;         // ok cells only
+  EXPECT_DOUBLE_EQ(
+      info_json("r.h5", overview).at("cells").at(1).at("program_times").at("wall_s").get<double>(),
+      14.66);
+}
+
 }  // namespace
 }  // namespace scalebench
