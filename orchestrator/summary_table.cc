@@ -221,8 +221,7 @@ std::string format_program_times(const nlohmann::json& overview) {
   const auto stored = overview.value("cells", nlohmann::json::object());
   if (!stored.is_object()) return "";
   const auto seconds = [](const nlohmann::json& times, const char* key) {
-    const double value = overview_number(times, key);
-    return std::isnan(value) ? std::string("-") : fixed(value, 2);
+    return fixed(overview_number(times, key), 2);  // "-" where the figure is missing (NaN)
   };
   std::vector<std::vector<std::string>> table;
   for (const auto& row : rows) {

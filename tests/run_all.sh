@@ -86,7 +86,7 @@ mkdir -p "$repo/build"
 failed_names() { sed 's/^[0-9]*://' "$1"; }
 # ctest_run <preset> <ctest arguments...>: ctest; a failed test runs once more (-j 1).
 ctest_run() {
-  local preset="$1" failed_log name
+  local preset="$1" failed_log
   shift
   failed_log="$repo/build/$preset/Testing/Temporary/LastTestsFailed.log"
   rm -f "$failed_log"

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -94,6 +93,18 @@ void check_spec(const std::string& id, const std::string& text) {
   }
 }
 
+/// The median over the ranks that reported metric `name` (read_rank_metrics leaves out the
+/// NaN of a rank that did not); nullopt when none did.
+std::optional<double> median_over_ranks(const std::vector<std::map<std::string, double>>& ranks,
+                                        const std::string& name) {
+  std::vector<double> column;
+  for (const auto& rank : ranks) {
+    if (const auto it = rank.find(name); it != rank.end()) column.push_back(it->second);
+  }
+  if (column.empty()) return std::nullopt;
+  return percentile(std::move(column), 50.0);
+}
+
 /// MFU's inputs (common/results/model_flops.h) into `out`: `model_flops` (the median over
 /// ranks of each FLOPs metric the ranks reported) and `device_name` (the first rank's
 /// device). Optional figures: a cell without them, or damaged there, only has no MFU.
@@ -103,11 +114,7 @@ void read_model_flops(hid_t cell, nlohmann::json& out) {
   try {
     const auto ranks = results::read_rank_metrics(cell);
     for (const char* name : {"flops_per_sample", "train_flops_per_sample"}) {
-      std::vector<double> column;
-      for (const auto& rank : ranks) {
-        if (const auto it = rank.find(name); it != rank.end()) column.push_back(it->second);
-      }
-      if (!column.empty()) out["model_flops"][name] = percentile(std::move(column), 50.0);
+      if (const auto value = median_over_ranks(ranks, name)) out["model_flops"][name] = *value;
     }
     if (h5::has_link(cell, "rank_devices")) {
       for (const auto& device : h5::read_string_dataset(cell, "rank_devices")) {
@@ -131,15 +138,8 @@ void read_model_flops(hid_t cell, nlohmann::json& out) {
 void read_program_times(hid_t cell, nlohmann::json& out) {
   try {
     const auto ranks = results::read_rank_metrics(cell);
-    const auto median = [&ranks](const std::string& name) -> std::optional<double> {
-      std::vector<double> column;
-      for (const auto& rank : ranks) {
-        if (const auto it = rank.find(name); it != rank.end() && std::isfinite(it->second)) {
-          column.push_back(it->second);
-        }
-      }
-      if (column.empty()) return std::nullopt;
-      return percentile(std::move(column), 50.0);
+    const auto median = [&ranks](const std::string& name) {
+      return median_over_ranks(ranks, name);
     };
     const auto wall = median("loop_wall_s");
     const auto steps = median("program_steps_span_s");

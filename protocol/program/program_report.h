@@ -95,7 +95,7 @@ struct ProgramStep {
 /// Note [Run-level segments]
 /// ~~~~~~~~~~~~~~~~~~~~~~~~~~
 /// A program's time outside its steps, in named `segment` records {name, begin_ns, end_ns}
-/// (the Lightning adapter: `trainer_setup`, `model_setup`, `sanity_check`, `validation`,
+/// (the Lightning adapter: `data_setup`, `model_setup`, `sanity_check`, `validation`,
 /// `checkpoint_save`, `fit`, ...; any program: scalebench_client.segment()). Per name the
 /// worker keeps the summed time and the count; with the steps it adds the parts every program
 /// has: launch to the first segment (`program_before_segments_s`: what the program did before

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..read.loader import Results
-from .startup import ok_cells_with_ranks
+from .startup import ok_cells_with_ranks, rank_median
 
 COLUMNS = ["label", "cell_id", "kind", "segment", "count", "total_s", "share_of_wall"]
 #: The Lightning adapter's segments, in the order a run passes them (lightning.py).
@@ -46,13 +46,6 @@ _KNOWN_ORDER = (
     "predict",
 )
 _PREFIX, _TIME, _COUNT = "segment_", "_s", "_count"
-
-
-def _median(mine: pd.DataFrame, column: str) -> float:
-    if column not in mine:
-        return float("nan")
-    values = mine[column].dropna()
-    return float(values.median()) if len(values) else float("nan")
 
 
 def segment_names(columns) -> list[str]:
@@ -72,22 +65,22 @@ def segment_names(columns) -> list[str]:
 def _cell_parts(mine: pd.DataFrame, names: list[str]) -> list[tuple]:
     """(kind, segment, count, total_s) of one cell's parts that it has, in the module doc's
     order; none when the cell has neither a segment nor steps."""
-    present = [n for n in names if not np.isnan(_median(mine, f"{_PREFIX}{n}{_TIME}"))]
-    steps = _median(mine, "program_steps_span_s")
+    present = [n for n in names if not np.isnan(rank_median(mine, f"{_PREFIX}{n}{_TIME}"))]
+    steps = rank_median(mine, "program_steps_span_s")
     if not present and np.isnan(steps):
         return []
     nan = float("nan")
     parts = [
-        ("program", "launch_to_first_segment", nan, _median(mine, "program_before_segments_s")),
-        ("program", "launch_to_first_step", nan, _median(mine, "program_startup_s")),
+        ("program", "launch_to_first_segment", nan, rank_median(mine, "program_before_segments_s")),
+        ("program", "launch_to_first_step", nan, rank_median(mine, "program_startup_s")),
     ]
     for name in present:
-        count = _median(mine, f"{_PREFIX}{name}{_COUNT}")
-        parts.append(("segment", name, count, _median(mine, f"{_PREFIX}{name}{_TIME}")))
+        count = rank_median(mine, f"{_PREFIX}{name}{_COUNT}")
+        parts.append(("segment", name, count, rank_median(mine, f"{_PREFIX}{name}{_TIME}")))
     parts += [
         ("program", "steps", nan, steps),
-        ("program", "after_last_step", nan, _median(mine, "program_after_steps_s")),
-        ("program", "wall", nan, _median(mine, "loop_wall_s")),
+        ("program", "after_last_step", nan, rank_median(mine, "program_after_steps_s")),
+        ("program", "wall", nan, rank_median(mine, "loop_wall_s")),
     ]
     return [part for part in parts if not np.isnan(part[3])]
 
@@ -99,7 +92,7 @@ def segments_table(results: Results) -> pd.DataFrame:
     names = segment_names(columns)
     rows = []
     for cell, mine in ok_cells_with_ranks(results):
-        wall = _median(mine, "loop_wall_s")
+        wall = rank_median(mine, "loop_wall_s")
         for kind, name, count, total in _cell_parts(mine, names):
             rows.append(
                 {

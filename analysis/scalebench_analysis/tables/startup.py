@@ -43,6 +43,13 @@ def _first_iteration(results: Results, cell_id: str, mode: str) -> float:
     return float(np.nanmedian(values[:, 0]))
 
 
+def rank_median(mine: pd.DataFrame, metric: str) -> float:
+    """The median over a cell's ranks (its rows of `rank_metrics`) of `metric`, the ranks
+    without it left out; NaN when none has it."""
+    values = mine[metric].dropna() if metric in mine else pd.Series(dtype=float)
+    return float(values.median()) if len(values) else float("nan")
+
+
 def ok_cells_with_ranks(results: Results):
     """(cell row, its rows of `rank_metrics`, empty when it has none) of every ok cell, in the
     cells table's order: what the per-cell tables built from rank metrics iterate over."""
@@ -59,8 +66,7 @@ def startup_table(results: Results) -> pd.DataFrame:
     for cell, mine in ok_cells_with_ranks(results):
         row = {"label": cell.label, "cell_id": cell.cell_id, "model": getattr(cell, "model", "")}
         for column, metric in _METRICS.items():
-            values = mine[metric].dropna() if metric in mine else pd.Series(dtype=float)
-            row[column] = float(values.median()) if len(values) else float("nan")
+            row[column] = rank_median(mine, metric)
         if np.isnan(row["first_iteration_s"]):
             row["first_iteration_s"] = _first_iteration(results, cell.cell_id, cell.mode)
         row["steady_step_s"] = float(getattr(cell, "median_s", float("nan")))
