@@ -12,6 +12,8 @@
 #   SCALEBENCH_VENV        virtualenv path (default: <repo>/.venv)
 #   SCALEBENCH_FRAMEWORKS_VENV  virtualenv of the test-only frameworks of the program-cell
 #                          examples (default: <repo>/.venv-frameworks; `test` only)
+#   SCALEBENCH_CYTODL_VENV  CytoDL's virtualenv of the real CytoDL example
+#                          (default: <repo>/.venv-cytodl; `test` only)
 #   SCALEBENCH_SKIP_APT=1  do not call apt-get (packages are provided some other way)
 #   Torch_DIR / CMAKE_PREFIX_PATH  use an already-installed LibTorch instead of the venv's
 #   SCALEBENCH_TORCH_SPEC  pip requirement for torch (default: torch>=2.4)
@@ -165,6 +167,14 @@ install_frameworks_venv() {
   echo "$want" >"$stamp"
 }
 
+# CytoDL's own environment for the real CytoDL example (docs/examples/cytodl/: cyto-dl 0.6.2
+# from PyPI, pinned dependencies, torch borrowed from scalebench's virtualenv); the script
+# keeps it when its stamp matches, so a second `./setup.sh test` costs seconds.
+cytodl_venv="${SCALEBENCH_CYTODL_VENV:-$repo/.venv-cytodl}"
+install_cytodl_venv() {
+  docs/examples/cytodl/setup_env.sh "$venv/bin/python" "$cytodl_venv"
+}
+
 # One compiler cache for every clone on this machine (Note [Compiler cache across clones] in
 # CMakeLists.txt): no compile command or preprocessed text holds the clone's path once
 # CCACHE_BASEDIR turns the absolute paths of the command line into relative ones, so a fresh
@@ -214,10 +224,11 @@ case "$action" in
     timed "apt (Debian packages)" install_debian "${debian_packages[@]}" "${test_packages[@]}"
     timed "virtualenv (pip)" install_venv
     timed "frameworks virtualenv (pip)" install_frameworks_venv
+    timed "CytoDL virtualenv (uv)" install_cytodl_venv
     ccache_mark
     configure_and_build release
     configure_and_build asan
-    SCALEBENCH_FRAMEWORKS_PYTHON="$frameworks_venv/bin/python" \
+    SCALEBENCH_FRAMEWORKS_PYTHON="$frameworks_venv/bin/python" SCALEBENCH_CYTODL_VENV="$cytodl_venv" \
       exec bash tests/run_all.sh "$repo" "$venv/bin/python"
     ;;
   *)

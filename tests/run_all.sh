@@ -14,7 +14,9 @@
 #      numpy reference) and of docs/examples/programs/run_demo.sh (a user's DDP script on two
 #      branches: test_program_cells.py) and, with the frameworks' environment
 #      (SCALEBENCH_FRAMEWORKS_PYTHON, made by `./setup.sh test`), of the Lightning + Hydra, JAX
-#      and Keras examples (test_framework_programs.py); every test on the synthetic files of
+#      and Keras examples (test_framework_programs.py) and, with CytoDL's environment
+#      (SCALEBENCH_CYTODL_VENV), of the real CytoDL on two branches (docs/examples/cytodl/,
+#      test_cytodl_example.py); every test on the synthetic files of
 #      tests/analysis/make_results.py
 #      (branches, bf16, failures); ruff (lint + format) over analysis/ and tests/analysis/
 #   7. fuzz: a short run (15 s per libFuzzer target, tests/fuzz/run.sh); the long run is
@@ -218,7 +220,8 @@ check_tidy() {
   return "$failed"
 }
 check_ruff() {
-  local paths=(analysis tests/analysis protocol/client docs/examples/programs docs/examples/own_model/aoti)
+  local paths=(analysis tests/analysis protocol/client docs/examples/programs docs/examples/own_model/aoti
+    docs/examples/cytodl)
   "$python" -m ruff check "${paths[@]}" && "$python" -m ruff format --check "${paths[@]}"
 }
 # Real runs for the analysis suite: the quickstart, docs/examples/repetitions.yaml whose
@@ -273,6 +276,20 @@ framework_runs() {
       >>"$log" 2>&1 || { tail -n 60 "$log"; return 1; }
   done
 }
+# The real CytoDL example (docs/examples/cytodl/run_example.sh), with CytoDL's environment
+# ./setup.sh test made (.venv-cytodl); without one it is skipped, and test_cytodl_example.py
+# says so.
+cytodl_venv="${SCALEBENCH_CYTODL_VENV:-$repo/.venv-cytodl}"
+have_cytodl() { [[ -x "$cytodl_venv/bin/python" ]]; }
+cytodl_runs() {
+  if ! have_cytodl; then
+    echo "no CytoDL environment ($cytodl_venv): run ./setup.sh test; skipped"
+    return 0
+  fi
+  local log="$repo/build/test-runs/cytodl.log"
+  SCALEBENCH_DEMO_DIR="$repo/build/test-runs/cytodl" docs/examples/cytodl/run_example.sh \
+    "$repo/build/release" "$python" "$cytodl_venv" >"$log" 2>&1 || { tail -n 60 "$log"; return 1; }
+}
 run_program_demo() {
   local log="$repo/build/test-runs/programs.log"
   SCALEBENCH_DEMO_DIR="$repo/build/test-runs/programs" \
@@ -299,6 +316,11 @@ framework_run_files=(
   SCALEBENCH_JAX_FILE="$repo/build/test-runs/jax_mlp.h5"
   SCALEBENCH_KERAS_FILE="$repo/build/test-runs/keras_mlp.h5"
 )
+cytodl_run_files=(
+  SCALEBENCH_CYTODL_TRAIN_FILE="$repo/build/test-runs/cytodl/train.h5"
+  SCALEBENCH_CYTODL_INFER_FILE="$repo/build/test-runs/cytodl/infer.h5"
+  SCALEBENCH_CYTODL_SHADOWED_FILE="$repo/build/test-runs/cytodl/shadowed.h5"
+)
 # Note [pytest on both cores]: most analysis tests run the CLI in a subprocess (imports of
 # pandas, h5py and matplotlib, then a report or a table), one core each; pytest-xdist runs two
 # at once. --dist loadfile keeps a file's tests in one process, so a module's fixture (a real
@@ -307,13 +329,14 @@ pytest_parallel=(-n 2 --dist loadfile)
 pytest_on_real_runs() {
   local files=("${real_run_files[@]}")
   if have_frameworks; then files+=("${framework_run_files[@]}"); fi
+  if have_cytodl; then files+=("${cytodl_run_files[@]}"); fi
   pytest_run "pytest (real runs)" env "${files[@]}" "$python" -m pytest -q "${pytest_parallel[@]}" \
     tests/analysis
 }
 # `env -u NAME` for every variable of the two lists.
 unset_real_run_files() {
   local assignment
-  for assignment in "${real_run_files[@]}" "${framework_run_files[@]}"; do
+  for assignment in "${real_run_files[@]}" "${framework_run_files[@]}" "${cytodl_run_files[@]}"; do
     printf '%s\n' -u "${assignment%%=*}"
   done
 }
@@ -326,6 +349,7 @@ run_step gpukit "GPU kit (bundle, prefix, configure)" tests/gpu/test_kit.sh "$py
 run_step tidy "clang-tidy" check_tidy
 run_step analysis "analysis (real runs: quickstart, repetitions, batch auto, programs, compile)" real_runs_for_analysis
 run_step analysis "analysis (real runs: Lightning + Hydra, JAX, Keras)" framework_runs
+run_step analysis "analysis (real runs: the real CytoDL, two branches)" cytodl_runs
 run_step analysis "analysis (pytest on the real runs)" pytest_on_real_runs
 run_step analysis "analysis (pytest on the synthetic files)" \
   pytest_run "pytest (synthetic files)" \

@@ -185,6 +185,9 @@ class RowReader {
     if (inference_) {
       experiment.checkpoint = trim(fields["checkpoint_path"]->value);
       read_data(*fields["data_path"], experiment);
+    } else if (program_ && trim(fields["max_epochs"]->value) == "-1") {
+      // Lightning's "no epoch limit": the program's steps end the fit (Note [CytoDL program
+      // rows]); a row without a template has no program to give it to.
     } else if (const auto epochs = positive(*fields["max_epochs"], "max_epochs");
                epochs && !program_) {
       put(experiment, "iterations", *epochs, *fields["max_epochs"], "max_epochs");

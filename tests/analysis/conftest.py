@@ -39,6 +39,9 @@ FILE_FIXTURES = {
     "SCALEBENCH_LIGHTNING_TASKS_FILE": {"lightning_tasks_file"},
     "SCALEBENCH_JAX_FILE": {"jax_file"},
     "SCALEBENCH_KERAS_FILE": {"keras_file"},
+    "SCALEBENCH_CYTODL_TRAIN_FILE": {"cytodl_train_file"},  # test_cytodl_example.py
+    "SCALEBENCH_CYTODL_INFER_FILE": {"cytodl_infer_file"},
+    "SCALEBENCH_CYTODL_SHADOWED_FILE": {"cytodl_shadowed_file"},
     "SCALEBENCH_AOTI_FILE": {"aoti_file"},  # test_aoti_cells.py
     "SCALEBENCH_COMPILE_FILE": {"compile_file"},  # test_compile_axis.py
     "SCALEBENCH_BATCH_AUTO_FILE": {"batch_auto_file"},  # test_batch_auto_example.py

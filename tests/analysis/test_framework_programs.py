@@ -441,7 +441,8 @@ def test_lightning_reports_the_run_level_segments_of_fit_and_test(tmp_path):
 
 #: A Lightning program that names no scalebench: trains a little, with a validation loader;
 #: argv[1] "own" hands its own outputs (ones), "submodule" has a validation_step that calls
-#: the layer itself and returns the predictions (Note [Lightning outputs]).
+#: the layer itself and returns the predictions, "losses_only" one that calls the layer
+#: itself and returns the loss alone (Note [Lightning outputs]).
 _LIGHTNING_OUTPUTS_SCRIPT = """
 import sys
 import torch
@@ -463,6 +464,10 @@ class Net(pl.LightningModule):
             pred = self.layer(x)
             self.log("val_loss", torch.nn.functional.mse_loss(pred, y))
             return {"loss": torch.nn.functional.mse_loss(pred, y), "pred": pred}
+        if sys.argv[1] == "losses_only":  # CytoDL's shape: its backbone, then losses only
+            loss = torch.nn.functional.mse_loss(self.layer(x), y)
+            self.log("val_loss", loss)
+            return {"loss": loss}
         self.log("val_loss", torch.nn.functional.mse_loss(self(x), y))
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.01)
@@ -504,7 +509,8 @@ def test_lightning_hands_the_outputs_of_a_fixed_batch_without_the_programs_help(
     calls scalebench_client.outputs still gets the accuracy check: the adapter runs the
     module's validation_step on the first validation batch and hands what forward returned
     (6 samples asked of a batch of 8, 4 logits each); a validation_step that calls its layers
-    itself hands its returned predictions; a program's own outputs win."""
+    itself hands its returned predictions, one that returns losses only what its submodule
+    returned; a program's own outputs win."""
     handed, values = _lightning_outputs(tmp_path, "forward")
     assert [(r["samples"], r["shape"]) for r in handed] == [(6, [4])], handed
     assert values.shape == (6 * 4,) and np.all(np.isfinite(values))
@@ -517,6 +523,13 @@ def test_lightning_hands_the_outputs_of_a_fixed_batch_without_the_programs_help(
     assert np.allclose(from_step, values)
     own_dir = tmp_path / "own"
     own_dir.mkdir()
+    # A step that returns losses only (CytoDL's validation_step): what its first-level
+    # submodule returned, the same numbers again.
+    losses_dir = tmp_path / "losses_only"
+    losses_dir.mkdir()
+    handed, from_child = _lightning_outputs(losses_dir, "losses_only")
+    assert [(r["samples"], r["shape"]) for r in handed] == [(6, [4])], handed
+    assert np.allclose(from_child, values)
     handed, own = _lightning_outputs(own_dir, "own")
     assert [(r["samples"], r["shape"]) for r in handed] == [(3, [2])], handed
     assert np.array_equal(own, np.ones(6, dtype="<f4"))

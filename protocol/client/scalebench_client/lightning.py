@@ -92,7 +92,10 @@ else ``forward`` on the batch's inputs: the batch, or its first element) on it i
 without gradients, in the trainer's precision context, with ``self.log`` silenced. The
 outputs are what the module's ``forward`` returned in that call (the first call), or, when
 the step never calls ``forward`` (a model that calls its submodules itself), the per-sample
-tensors the step returned; each tensor flattened per sample and side by side. They are handed
+tensors the step returned, else what the last of its first-level submodules that returned
+per-sample tensors gave (CytoDL's ``validation_step`` returns losses and, only on some
+epochs, post-processed uint8 images; it calls its ``backbone``, whose features are taken);
+each tensor flattened per sample and side by side. They are handed
 at exit, and only if the program handed none itself: a program's own outputs always win.
 Where there is nothing to take, stderr says why (the program's output tail).
 
@@ -498,7 +501,14 @@ def fixed_batch_outputs(trainer, module):
             "is not a tensor or (inputs, ...)"
         )
     captured: list = []
-    handle = module.register_forward_hook(lambda _m, _a, out: captured.append(out))
+    handles = [module.register_forward_hook(lambda _m, _a, out: captured.append(out))]
+    # A step that calls its submodules itself (CytoDL's backbone, then its heads' forward
+    # methods): what its first-level submodules returned, in call order.
+    from_children: list = []
+    for child in module.children():
+        handles.append(
+            child.register_forward_hook(lambda _m, _a, out: from_children.append(out))
+        )
     was_training = module.training
     module.eval()
     module.log, module.log_dict = _no_log, _no_log  # no loop collects them here
@@ -506,12 +516,21 @@ def fixed_batch_outputs(trainer, module):
         with torch.no_grad(), trainer.precision_plugin.forward_context():
             returned = call()
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
         del module.log, module.log_dict
         module.train(was_training)
-    values = _per_sample(captured[0] if captured else returned)
+    if captured:
+        values = _per_sample(captured[0])
+    else:
+        values = _per_sample(returned)
+        for out in reversed(from_children):
+            values = values if values is not None else _per_sample(out)
     if values is None:
-        return None, f"{what} gave no per-sample tensor and called no forward"
+        return None, (
+            f"{what} gave no per-sample tensor, called no forward and no submodule that "
+            "returned one"
+        )
     return values, ""
 
 

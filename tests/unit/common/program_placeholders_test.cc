@@ -180,6 +180,31 @@ TEST(CytodlProgramRows, ATemplateNextToTheTaskFileRunsTheRealScriptWithEachRowsO
   EXPECT_EQ(argv.back(), "+callbacks.x={a:1}");
 }
 
+TEST(CytodlProgramRows, MaxEpochsMinusOneIsLightningsNoLimitForAProgramOnly) {
+  // A template's program takes -1 (no epoch limit: its steps end the fit, as docs/programs.md
+  // advises when an epoch is shorter than the steps); a stand-in row needs a positive count.
+  const testing::TempDir dir;
+  const std::string head = "branch,experiment,trainer,max_epochs,batch_size,overrides\n";
+  const auto matrix =
+      load_with(dir,
+                {{"t.csv", head + "main,im2im/segmentation,cpu,-1,4,\n"},
+                 {"t.program.yaml", "command: [python, train.py, \"e={max_epochs}\"]\n"}},
+                "t.csv");
+  ASSERT_EQ(matrix.cells.size(), 1U);
+  EXPECT_EQ(matrix.cells[0].program.command,
+            (std::vector<std::string>{"python", "train.py", "e=-1"}));
+  std::filesystem::remove(dir.path() / "t.program.yaml");
+  try {
+    load_with(dir, {}, "t.csv");
+    FAIL() << "a stand-in row took max_epochs -1";
+  } catch (const MatrixError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.csv:2:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected a positive integer, got '-1'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CytodlProgramRows, WithoutATemplateEveryRowIsAStandInAndTheFileSaysSo) {
   const testing::TempDir dir;
   const auto matrix = load_with(dir,

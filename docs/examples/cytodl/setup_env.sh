@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# CytoDL's own environment, as a CytoDL user has one: cyto-dl 0.6.2 from PyPI in a virtualenv
+# of its own, never in scalebench's.
+#
+#   setup_env.sh [--resolve] <scalebench python> <environment folder>
+#
+# * torch is scalebench's (cyto-dl pins torch~=2.0.0, which has no wheel for this Python and
+#   CUDA): a folder of symbolic links to the torch, torchgen, functorch, triton, nvidia and
+#   cuda packages of scalebench's virtualenv (with their dist-info, so that pip sees torch
+#   installed) goes on the path through a .pth file. Linking those packages alone keeps the
+#   other virtualenv's numpy and pandas out of CytoDL's.
+# * The dependencies are requirements.txt, pinned (resolved once from requirements.in:
+#   unpinned, pip backtracks for minutes over zarr and monai); cyto-dl itself --no-deps.
+# * scalebench's client (protocol/client) is installed from a copy, which registers its
+#   Lightning entry point: CytoDL's scripts never import scalebench.
+# * Cached: nothing is installed when the stamp (requirements, client sources, scalebench's
+#   python) matches; the links are remade every time (cheap), so a new clone's torch is used.
+#   uv installs them (SCALEBENCH_NO_UV=1: pip): seconds from uv's cache; pip takes 3 minutes.
+set -euo pipefail
+
+resolve=0
+if [[ "${1:-}" == --resolve ]]; then
+  resolve=1
+  shift
+fi
+if (($# != 2)); then
+  echo "usage: $0 [--resolve] <scalebench python> <environment folder>" >&2
+  exit 2
+fi
+scalebench_python="$1"
+env_dir="$2"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../../.." && pwd)"
+cytodl_version=0.6.2
+
+log() { echo "[cytodl env] $*" >&2; }
+# pip_install <arguments>: through uv when the environment has it (seconds from its cache,
+# where pip takes three minutes for the same 155 wheels), else pip; three attempts, since
+# PyPI over a slow link fails now and then. Bytecode is compiled at install: with
+# PYTHONDONTWRITEBYTECODE set (as on CI machines) every start would compile the packages anew.
+pip_install() {
+  local attempt
+  for attempt in 1 2 3; do
+    if [[ -x "$env_dir/bin/uv" ]]; then
+      UV_HTTP_TIMEOUT=120 "$env_dir/bin/uv" pip install -q --compile-bytecode --python "$env_dir/bin/python" "$@" &&
+        return 0
+    elif "$env_dir/bin/pip" install -q --disable-pip-version-check --retries 10 --timeout 60 "$@"; then
+      return 0
+    fi
+    ((attempt < 3)) && { log "pip install $* failed (attempt $attempt of 3); retrying in 30 s"; sleep 30; }
+  done
+  log "pip install $* failed three times; check the network (PyPI) and run the command again"
+  return 1
+}
+
+[[ -x "$scalebench_python" ]] || { log "no scalebench python at $scalebench_python: run ./setup.sh build first"; exit 1; }
+[[ -x "$env_dir/bin/python" ]] || python3 -m venv "$env_dir"
+site="$("$env_dir/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+torch_site="$("$scalebench_python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+
+# The borrowed torch: links remade on every call (the clone that owns torch may have moved).
+links="$env_dir/scalebench-torch"
+rm -rf "$links"
+mkdir -p "$links"
+shopt -s nullglob
+for entry in "$torch_site"/{torch,torchgen,functorch,triton,nvidia,cuda} \
+  "$torch_site"/{torch,triton,nvidia_,cuda_}*.dist-info; do
+  ln -s "$entry" "$links/$(basename "$entry")"
+done
+shopt -u nullglob
+[[ -e "$links/torch" ]] || { log "no torch in $torch_site"; exit 1; }
+echo "$links" >"$site/scalebench-borrowed-torch.pth"
+
+stamp="$env_dir/.scalebench-cytodl"
+want="$(
+  echo "cyto-dl==$cytodl_version $scalebench_python"
+  cat "$here/requirements.txt" "$repo/protocol/client/pyproject.toml" \
+    "$repo"/protocol/client/scalebench_client/*.py
+)"
+want="$(sha256sum <<<"$want")"
+if ((!resolve)) && [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+  exit 0
+fi
+
+if [[ "${SCALEBENCH_NO_UV:-0}" != 1 && ! -x "$env_dir/bin/uv" ]]; then
+  pip_install uv || log "uv could not be installed; pip installs the packages"
+fi
+# antlr4-python3-runtime (omegaconf's) has no wheel: alone first, from source; everything else
+# binary only (with --only-binary=:all: for all of it, hydra-core is unresolvable).
+pip_install "antlr4-python3-runtime==4.9.3"
+if ((resolve)); then
+  pip_install --only-binary=:all: -r "$here/requirements.in"
+  {
+    sed -n '1,/^$/p' "$here/requirements.txt" 2>/dev/null | grep '^#' || true
+    "$env_dir/bin/pip" freeze --exclude-editable | \
+      grep -viE '^(cyto-dl|scalebench-client|antlr4-python3-runtime|torch|triton)==|^(nvidia|cuda)-'
+  } >"$here/requirements.txt.new"
+  mv "$here/requirements.txt.new" "$here/requirements.txt"
+  log "pinned $(grep -vc '^#' "$here/requirements.txt") packages into $here/requirements.txt"
+else
+  pip_install --only-binary=:all: -r "$here/requirements.txt"
+fi
+pip_install --no-deps "cyto-dl==$cytodl_version"
+copy="$(mktemp -d)"
+cp -r "$repo/protocol/client" "$copy/client"
+pip_install --no-deps "$copy/client"
+rm -rf "$copy"
+"$env_dir/bin/python" -c 'import cyto_dl, lightning, monai, bioio, torch' ||
+  { log "the environment does not import CytoDL's packages"; exit 1; }
+echo "$want" >"$stamp"
