@@ -64,10 +64,13 @@ def test_training_rows_report_every_phase_on_every_rank_of_both_branches(cytodl_
         # CytoDL's own script ran, with the template's Hydra overrides and the cell's layout.
         for argv in cell["argv"]:
             assert argv[1] == "cyto_dl/train.py", argv
-            assert f"trainer.devices={world}" in argv and "++trainer.max_steps=12" in argv, argv
-        # Every rank ran the steps asked (2 warm-up + 10), ended by max_steps.
+            assert f"trainer.devices={world}" in argv and "++trainer.max_steps=15" in argv, argv
+        # Every rank ran the steps asked (2 warm-up + 10 measured), then the 3 profiled ones
+        # (max_steps 15 ended the fit); the timings hold the warm-up and measured ones only.
         for rank in cell["metrics"]:
             assert rank["program_steps_asked"] == rank["program_steps_run"] == 12, rank
+            assert rank["profile_steps"] == 3, rank
+        assert cell["timings"].shape[1] == 12, cell["timings"].shape
         assert attrs["effective_program_ended_by"] == "max_steps", attrs
         # No time counted twice; the phases lie within their step.
         assert np.all(shares(cell, LIGHTNING_PHASES) <= 1 + 1e-9), (branch, world)
@@ -89,6 +92,27 @@ def test_the_branchs_change_lands_in_the_forward_phase(cytodl_train_file):
         assert delta["forward"] >= 0.5 * SLOW_FORWARD_S, (world, delta)
         others = max(abs(v) for k, v in delta.items() if k != "forward")
         assert delta["forward"] > others, (world, delta)
+
+
+def test_operator_profiles_place_cytodls_operators_in_their_phases(cytodl_train_file):
+    """`scalebench.profile_steps=3` (issue 42 item 5): the adapter's phases are the profiler's
+    scopes, so the 3-D convolutions of CytoDL's DynUNet are in `forward`, their gradients in
+    `backward`, Adam's update in `optimizer`, on both branches and world sizes."""
+    done = run_cli(
+        "analyze", cytodl_train_file, "--ops", "--ops-limit", "50", "--format", "json", check_rc=0
+    )
+    cells = json.loads(done.stdout)
+    assert len(cells) == 4, [c["cell_id"] for c in cells]
+    for cell in cells:
+        assert cell["steps"] == 3
+        by_phase: dict = {}
+        for op in cell["ops"]:
+            by_phase.setdefault(op["phase"], []).append(op["name"])
+        assert any("conv" in name for name in by_phase["forward"]), by_phase["forward"]
+        assert "aten::convolution_backward" in by_phase["backward"], by_phase["backward"]
+        assert any("Adam" in name for name in by_phase["optimizer"]), by_phase["optimizer"]
+    gate = run_cli("compare", cytodl_train_file, "--branches", "main", "slow-forward", "--ops")
+    assert "operators by their share of the step's change" in gate.stdout, gate.stdout[-2000:]
 
 
 def test_each_branch_ran_its_own_code_and_the_digests_differ(cytodl_train_file):

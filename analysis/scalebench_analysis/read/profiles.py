@@ -18,6 +18,10 @@ from .decoding import attribute, decode, json_attr
 from .loader import open_file
 
 PROFILE_GROUP = "profile"
+#: The phase shown for an operator the profiler saw outside every phase of a profiled step
+#: (stored as an empty phase): between two profiled steps, e.g. Lightning's validation loop
+#: or the loader's iterator at an epoch's end. A blank table cell read as a missing value.
+BETWEEN_STEPS = "(between steps)"
 OP_COLUMNS = (
     "cell_id",
     "rank",
@@ -52,7 +56,7 @@ def _frame(cell_id: str, group: h5py.Group, path: str) -> pd.DataFrame:
         frame["rank"] = frame["rank"].astype(int)
         frame["count"] = frame["count"].astype(int)
         frame["name"] = _strings(group["names"])
-        frame["phase"] = _strings(group["phases"])
+        frame["phase"] = [phase or BETWEEN_STEPS for phase in _strings(group["phases"])]
         frame["device"] = _strings(group["devices"])
         frame["cell_id"] = cell_id
         frame["steps"] = steps
