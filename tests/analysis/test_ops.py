@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -363,3 +364,39 @@ def test_the_html_report_has_an_operators_section(two_branches, tmp_path):
     assert "aten::addmm" in section and "aten::mm" in section and "forward" in section
     assert "under the profiler" in section
     assert section.count("profiled") >= 2
+
+
+def test_the_operators_section_renders_in_headless_chromium(two_branches, tmp_path):
+    """issue 42's done-when: the report's operators section drawn by a browser. The DOM that
+    headless chromium rendered holds the section (anchor report.html#operators) with its rows,
+    as the page's last section; a screenshot of the whole page (a window taller than it) is
+    drawn down to that section: the band above the page's last drawn row holds the table's
+    text. (Chromium 156 draws a blank screenshot when told to open the page at the anchor.)"""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (setup.sh test installs it)")
+    from PIL import Image
+
+    report = tmp_path / "ops.html"
+    run_cli("report", str(two_branches), "-o", str(report), check_rc=0)
+    url = f"file://{report}"
+    browser = [chromium, "--headless", "--no-sandbox", "--disable-gpu"]
+    dom = subprocess.run(
+        [*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    section = dom[dom.index('id="operators"') :]
+    assert "aten::mm" in section and "under the profiler" in section
+    assert "<h2" not in section[1:], "the operators section is not the page's last"
+    shot = tmp_path / "page.png"
+    subprocess.run(
+        [*browser, f"--screenshot={shot}", "--window-size=1280,16000", url],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    pixels = np.asarray(Image.open(shot).convert("RGB"))
+    drawn_rows = np.flatnonzero(np.any(pixels < 240, axis=2).any(axis=1))
+    assert drawn_rows.size and drawn_rows[-1] < pixels.shape[0] - 50, "the page is taller"
+    band = pixels[max(0, drawn_rows[-1] - 400) : drawn_rows[-1]].reshape(-1, 3)
+    assert len(np.unique(band, axis=0)) > 20, "the operators section looks blank"
+    assert np.any(band < 240, axis=1).mean() > 0.02

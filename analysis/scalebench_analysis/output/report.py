@@ -79,7 +79,7 @@ _TEMPLATE = """<!DOCTYPE html>
 {% endfor %}
 {% endif %}
 {% for table in tables %}
-<h2>{{ table.title }}</h2>
+<h2 id="{{ table.id }}">{{ table.title }}</h2>
 {{ table.html | safe }}
 {% if table.notes %}<ul class="notes">
 {% for n in table.notes %}<li>{{ n }}</li>{% endfor %}
@@ -256,6 +256,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
             continue
         tables.append(
             {
+                "id": name,  # the section's anchor: report.html#<table name>
                 "title": TITLES.get(name, name),
                 "html": html_table(name, frame),
                 "notes": section_notes(analysis, name, frame),
@@ -265,6 +266,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
     if operators is not None:  # docs/profiles.md: cells run with profile_steps
         tables.append(
             {
+                "id": "operators",
                 "title": "Operators of the profiled cells (top 5 a phase, per profiled step)",
                 "html": _plain_table(operators),
                 "notes": [
