@@ -1,6 +1,6 @@
 """The real CytoDL (cyto-dl 0.6.2 from PyPI) on two branches: the results files of
 docs/examples/cytodl/run_example.sh, run by tests/run_all.sh with CytoDL's own environment
-(.venv-cytodl) and named in SCALEBENCH_CYTODL_TRAIN_FILE, SCALEBENCH_CYTODL_INFER_FILE and
+(SCALEBENCH_CYTODL_VENV) and named in SCALEBENCH_CYTODL_TRAIN_FILE, SCALEBENCH_CYTODL_INFER_FILE and
 SCALEBENCH_CYTODL_SHADOWED_FILE; each test is skipped without its file.
 
 The branch `slow-forward` sleeps SLOW_FORWARD_S in `MultiTaskIm2Im._train_forward`

@@ -13,13 +13,13 @@
 #   6. the analysis: info, compare of the branches, the run-level segments.
 # Usage: run_example.sh [build dir] [scalebench python] [CytoDL environment folder]
 # The files are in $SCALEBENCH_DEMO_DIR (default runs/cytodl); the environment defaults to
-# <repo>/.venv-cytodl.
+# $SCALEBENCH_CYTODL_VENV, else ~/.cache/scalebench-cytodl-venv (./setup.sh test's).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 build="${1:-$root/build/release}"
 scalebench_python="${2:-$root/.venv/bin/python}"
-cytodl_env="${3:-$root/.venv-cytodl}"
+cytodl_env="${3:-${SCALEBENCH_CYTODL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/scalebench-cytodl-venv}}"
 scalebench="$build/bin/scalebench"
 demo="${SCALEBENCH_DEMO_DIR:-$root/runs/cytodl}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -13,9 +13,12 @@
 #   unpinned, pip backtracks for minutes over zarr and monai); cyto-dl itself --no-deps.
 # * scalebench's client (protocol/client) is installed from a copy, which registers its
 #   Lightning entry point: CytoDL's scripts never import scalebench.
-# * Cached: nothing is installed when the stamp (requirements, client sources, scalebench's
-#   python) matches; the links are remade every time (cheap), so a new clone's torch is used.
-#   uv installs them (SCALEBENCH_NO_UV=1: pip): seconds from uv's cache; pip takes 3 minutes.
+# * Cached: nothing is installed when the stamp (requirements, client sources, the borrowed
+#   torch's version) matches; the links are remade every time (cheap), so the environment
+#   belongs to no clone: a new clone (CI) uses it with its own torch (./setup.sh test keeps it
+#   in ~/.cache). Two clones running the example at once share it; their torch is the same.
+#   uv installs the packages (SCALEBENCH_NO_UV=1: pip) and compiles their bytecode: about
+#   2 minutes from uv's cache; pip takes 3 minutes and more.
 set -euo pipefail
 
 resolve=0
@@ -73,7 +76,8 @@ echo "$links" >"$site/scalebench-borrowed-torch.pth"
 
 stamp="$env_dir/.scalebench-cytodl"
 want="$(
-  echo "cyto-dl==$cytodl_version $scalebench_python"
+  echo "cyto-dl==$cytodl_version"
+  basename "$(ls -d "$torch_site"/torch-*.dist-info)"
   cat "$here/requirements.txt" "$repo/protocol/client/pyproject.toml" \
     "$repo"/protocol/client/scalebench_client/*.py
 )"
