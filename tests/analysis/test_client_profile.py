@@ -41,6 +41,27 @@ def test_self_time_is_what_nested_ops_on_the_same_thread_leave():
     assert rows["cpu", "", "aten::other_thread"].self_s == pytest.approx(40e-9)
 
 
+def test_a_phase_nested_in_an_op_is_its_child_and_keeps_its_own_time():
+    """Lightning's optimizer step runs the closure's phases inside its record: a sleep in
+    forward (the phase's own Python code, 400 ns here) is not the optimizer step's self time."""
+    rows = _rows(
+        [
+            Event(PHASE, "optimizer", 1, 0, 1000),
+            Event(OP, "Optimizer.step#Adam.step", 1, 10, 990),
+            Event(PHASE, "forward", 1, 20, 520),
+            Event(OP, "aten::addmm", 1, 30, 130),
+            Event(MEMORY, "[memory]", 1, 200, 200, nbytes=512),  # in forward, in no op
+            Event(OP, "aten::add_", 1, 600, 700),  # the update itself
+        ]
+    )
+    step = rows["cpu", "optimizer", "Optimizer.step#Adam.step"]
+    assert step.self_s == pytest.approx((980 - 500 - 100) * 1e-9)
+    assert step.total_s == pytest.approx(980e-9)
+    assert step.self_cpu_memory_bytes == 0
+    assert rows["cpu", "forward", "aten::addmm"].self_s == pytest.approx(100e-9)
+    assert rows["cpu", "optimizer", "aten::add_"].self_s == pytest.approx(100e-9)
+
+
 def test_an_event_belongs_to_the_innermost_phase_holding_its_start_on_any_thread():
     rows = _rows(
         [

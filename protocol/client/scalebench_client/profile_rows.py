@@ -5,7 +5,13 @@ Pure: no torch here (scalebench_client.profiling converts torch.profiler's event
 
 The same three facts are rebuilt from a flat list of events (start, end, thread):
 
-* self time: an operator's time minus that of the operators nested in it on the same thread;
+* self time: an operator's time minus that of the operators and phase scopes nested in it
+  on the same thread. A phase nested in an operator is the operator's child: Lightning's
+  ``Optimizer.step#Adam.step`` runs the closure with the step's forward, zero_grad and
+  backward phases inside it, and the Python code of those phases (a ``time.sleep`` in the
+  model's forward) is theirs, not the optimizer step's self time; outside every operator it is
+  in no row (``compare --ops`` counts it unexplained). Built-in cells never nest a phase in an
+  operator, so the worker's reduction is the same;
 * phase: the innermost ``scalebench.phase/<name>`` scope whose interval holds the event's
   start, on any thread (backward ops run on autograd's threads); of equal starts the shorter
   scope; "" when none holds it. A GPU kernel takes the phase of the operator that launched it
@@ -86,13 +92,14 @@ class _Phases:
 
 
 def _nest(events: list) -> tuple:
-    """(child_ns, memory) per event index: the time of the ops nested in each op on its
-    thread, and the bytes of the memory events inside it (not inside a nested op)."""
+    """(child_ns, memory) per event index: the time of the ops and phase scopes nested in
+    each op on its thread, and the bytes of the memory events inside it (not inside a nested
+    op or phase scope: memory outside every op is no row's)."""
     child_ns = [0] * len(events)
     memory = [0] * len(events)
     by_thread: dict = {}
     for i, event in enumerate(events):
-        if event.kind in (OP, MEMORY):
+        if event.kind in (OP, MEMORY, PHASE):
             by_thread.setdefault(event.thread, []).append(i)
     for indices in by_thread.values():
         # Start ascending; at one start an op before a memory event, the enclosing op first.
@@ -110,7 +117,7 @@ def _nest(events: list) -> tuple:
             while open_ops and events[open_ops[-1]].end_ns <= event.start_ns:
                 open_ops.pop()
             if event.kind == MEMORY:
-                if open_ops:
+                if open_ops and events[open_ops[-1]].kind == OP:
                     memory[open_ops[-1]] += event.nbytes
                 continue
             if open_ops:
