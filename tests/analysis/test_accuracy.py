@@ -225,7 +225,7 @@ def test_accuracy_section(accuracy_file, monkeypatch):
 
 def test_html_report_has_the_accuracy_section_and_column(accuracy_file):
     page = render_html(sa.analyze(accuracy_file))
-    assert "<h2>Accuracy: each validated cell" in page
+    assert '<h2 id="accuracy">Accuracy: each validated cell' in page
     assert "<th>accuracy</th>" in page
     assert "<td>FAIL (mae_rel 0.0213 &gt; 0.01)</td>" in page
     assert 'class="accuracy-failed"' in page

@@ -205,5 +205,5 @@ def test_every_output(slow_node_file, tmp_path):
     report = tmp_path / "report.html"
     run_cli("report", path, "-o", str(report), check_rc=0)
     html = report.read_text()
-    assert "<h2>Straggler nodes" in html and "<td>1,3,5</td>" in html
+    assert '<h2 id="straggler_nodes">Straggler nodes' in html and "<td>1,3,5</td>" in html
     assert "</b>straggler nodes</div>" in html
