@@ -279,7 +279,8 @@ framework_runs() {
 # The real CytoDL example (docs/examples/cytodl/run_example.sh), with CytoDL's environment
 # ./setup.sh test made (SCALEBENCH_CYTODL_VENV, default ~/.cache/scalebench-cytodl-venv);
 # without one it is skipped, and test_cytodl_example.py says so.
-cytodl_venv="${SCALEBENCH_CYTODL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/scalebench-cytodl-venv}"
+# shellcheck source=docs/examples/cytodl/env_path.sh
+source "$repo/docs/examples/cytodl/env_path.sh"
 have_cytodl() { [[ -x "$cytodl_venv/bin/python" ]]; }
 cytodl_runs() {
   if ! have_cytodl; then

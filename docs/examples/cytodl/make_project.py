@@ -44,14 +44,12 @@ def write_images(project: Path) -> None:
     """Each image: noise with bright blobs on channel 5, their mask on the segmentation."""
     data = project / "data"
     data.mkdir(parents=True, exist_ok=True)
+    z, y, x = np.meshgrid(*(np.arange(n) for n in SHAPE_CZYX[1:]), indexing="ij")
     index = 0
     for split, count in SPLITS.items():
         rows = ["raw,seg"]
         for _ in range(count):
             rng = np.random.default_rng(index)
-            z, y, x = np.meshgrid(
-                *(np.arange(n) for n in SHAPE_CZYX[1:]), indexing="ij"
-            )
             mask = np.zeros(SHAPE_CZYX[1:], dtype=bool)
             for _blob in range(4):
                 centre = rng.uniform((2, 4, 4), (14, 28, 28))

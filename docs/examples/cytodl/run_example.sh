@@ -19,7 +19,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 build="${1:-$root/build/release}"
 scalebench_python="${2:-$root/.venv/bin/python}"
-cytodl_env="${3:-${SCALEBENCH_CYTODL_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/scalebench-cytodl-venv}}"
+# shellcheck source=env_path.sh
+source "$here/env_path.sh"
+cytodl_env="${3:-$cytodl_venv}"
 scalebench="$build/bin/scalebench"
 demo="${SCALEBENCH_DEMO_DIR:-$root/runs/cytodl}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -520,12 +520,10 @@ def fixed_batch_outputs(trainer, module):
             handle.remove()
         del module.log, module.log_dict
         module.train(was_training)
-    if captured:
-        values = _per_sample(captured[0])
-    else:
-        values = _per_sample(returned)
-        for out in reversed(from_children):
-            values = values if values is not None else _per_sample(out)
+    # forward's first output; without a forward call, the step's return, then the submodules'
+    # outputs from the last one called.
+    candidates = [captured[0]] if captured else [returned, *reversed(from_children)]
+    values = next((v for v in map(_per_sample, candidates) if v is not None), None)
     if values is None:
         return None, (
             f"{what} gave no per-sample tensor, called no forward and no submodule that "
