@@ -203,8 +203,23 @@ configure_and_build() {
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
+# check_disk <GB>: a warning, before any work, when the disk of the clone has less free than a
+# setup from nothing writes (measured: the torch virtualenv 5.8 GB and its wheel cache 1.6 GB,
+# the release tree 1.2 GB, ASan 0.6 GB, the test-only virtualenvs 2 GB, test outputs 0.5 GB).
+# A warning, not an error: a machine that has run it before needs far less.
+check_disk() {
+  local need="$1" free
+  free="$(df -Pk "$repo" | awk 'NR == 2 { print int($4 / 2^20) }')"
+  ((free >= need)) && return 0
+  log "warning: $free GB free on the disk of $repo; './setup.sh $action' on a fresh machine" \
+    "writes about $need GB (build trees, virtualenvs, caches). If a step stops with" \
+    "'No space left on device', free space (or point SCALEBENCH_VENV and the caches elsewhere)" \
+    "and run the same command again: it resumes where it stopped."
+}
+
 # Every step is timed into build/timings.tsv (tests/timings.sh); the table ends each action.
 case "$action" in build | demo | test) timings_start "$repo/build/timings.tsv" ;; esac
+case "$action" in build | demo) check_disk 10 ;; test) check_disk 13 ;; esac
 case "$action" in
   build)
     timed "apt (Debian packages)" install_debian "${debian_packages[@]}"

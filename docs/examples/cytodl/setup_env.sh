@@ -10,7 +10,10 @@
 #   installed) goes on the path through a .pth file. Linking those packages alone keeps the
 #   other virtualenv's numpy and pandas out of CytoDL's.
 # * The dependencies are requirements.txt, pinned (resolved once from requirements.in:
-#   unpinned, pip backtracks for minutes over zarr and monai); cyto-dl itself --no-deps.
+#   unpinned, pip backtracks for minutes over zarr and monai) and complete, so installed
+#   --no-deps: uv does not look through .pth files, sees no torch, and given the chance
+#   installs a second torch with its CUDA libraries (5 GB) that then shadows the borrowed one.
+#   cyto-dl itself --no-deps too. --resolve resolves with pip, which does see the borrowed torch.
 # * scalebench's client (protocol/client) is installed from a copy, which registers its
 #   Lightning entry point: CytoDL's scripts never import scalebench.
 # * Cached: nothing is installed when the stamp (requirements, client sources, the borrowed
@@ -44,7 +47,7 @@ log() { echo "[cytodl env] $*" >&2; }
 pip_install() {
   local attempt
   for attempt in 1 2 3; do
-    if [[ -x "$env_dir/bin/uv" ]]; then
+    if ((!resolve)) && [[ -x "$env_dir/bin/uv" ]]; then
       UV_HTTP_TIMEOUT=120 "$env_dir/bin/uv" pip install -q --compile-bytecode --python "$env_dir/bin/python" "$@" &&
         return 0
     elif "$env_dir/bin/pip" install -q --disable-pip-version-check --retries 10 --timeout 60 "$@"; then
@@ -67,7 +70,7 @@ rm -rf "$links"
 mkdir -p "$links"
 shopt -s nullglob
 for entry in "$torch_site"/{torch,torchgen,functorch,triton,nvidia,cuda} \
-  "$torch_site"/{torch,triton,nvidia_,cuda_}*.dist-info; do
+  "$torch_site"/{torch-,triton-,nvidia_,cuda_}*.dist-info; do
   ln -s "$entry" "$links/$(basename "$entry")"
 done
 shopt -u nullglob
@@ -78,13 +81,19 @@ stamp="$env_dir/.scalebench-cytodl"
 want="$(
   echo "cyto-dl==$cytodl_version"
   basename "$(ls -d "$torch_site"/torch-*.dist-info)"
-  cat "$here/requirements.txt" "$repo/protocol/client/pyproject.toml" \
+  cat "$here/setup_env.sh" "$here/requirements.txt" "$repo/protocol/client/pyproject.toml" \
     "$repo"/protocol/client/scalebench_client/*.py
 )"
 want="$(sha256sum <<<"$want")"
 if ((!resolve)) && [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
+# A torch of the environment's own (an older version of this script let uv install one)
+# would shadow the borrowed one: removed with its CUDA libraries.
+for own in torch torchgen functorch triton nvidia cuda; do
+  [[ -L "$site/$own" || ! -e "$site/$own" ]] || rm -rf "${site:?}/$own"
+done
+rm -rf "$site"/{torch-,triton-,nvidia_,cuda_}*.dist-info
 
 if [[ "${SCALEBENCH_NO_UV:-0}" != 1 && ! -x "$env_dir/bin/uv" ]]; then
   pip_install uv || log "uv could not be installed; pip installs the packages"
@@ -102,7 +111,7 @@ if ((resolve)); then
   mv "$here/requirements.txt.new" "$here/requirements.txt"
   log "pinned $(grep -vc '^#' "$here/requirements.txt") packages into $here/requirements.txt"
 else
-  pip_install --only-binary=:all: -r "$here/requirements.txt"
+  pip_install --only-binary=:all: --no-deps -r "$here/requirements.txt"
 fi
 pip_install --no-deps "cyto-dl==$cytodl_version"
 copy="$(mktemp -d)"
@@ -111,4 +120,7 @@ pip_install --no-deps "$copy/client"
 rm -rf "$copy"
 "$env_dir/bin/python" -c 'import cyto_dl, lightning, monai, bioio, torch' ||
   { log "the environment does not import CytoDL's packages"; exit 1; }
+borrowed="$("$env_dir/bin/python" -c 'import os, torch; print(os.path.realpath(torch.__file__))')"
+[[ "$borrowed" == "$(realpath "$torch_site")"/* ]] ||
+  { log "torch comes from $borrowed, not from scalebench's $torch_site"; exit 1; }
 echo "$want" >"$stamp"
