@@ -46,7 +46,9 @@ TEST(ProgramSeries, RepetitionsOfAProgramCellWithAnUnstoredEnvValueFormOneSeries
     EXPECT_EQ(env.at("PYTHONPATH"), ".");  // a path: stored
     EXPECT_EQ(env.at("HF_TOKEN"), results::kNotStoredValue);
     // What split the series: the id computed again from the stored spec is another.
-    if (k > 0) EXPECT_NE(series_id(cell_spec_from_json(cell.at("spec"))), first);
+    if (k > 0) {
+      EXPECT_NE(series_id(cell_spec_from_json(cell.at("spec"))), first);
+    }
   }
   const auto series = series_of_overview(overview);
   ASSERT_EQ(series.size(), 1U);
