@@ -79,11 +79,11 @@ print_timings() {
 # disk in the middle of the link (Note [Debug info on disk] in CMakeLists.txt); the figures
 # show how close a run comes.
 _disk_figures() {
-  local root build venvs free
+  local root build venvs free mount
   root="$(dirname "$(dirname "$SCALEBENCH_TIMINGS")")"
   build="$(du -sk "$root/build" 2>/dev/null | cut -f1)"
   venvs="$(du -skc "$root"/.venv* 2>/dev/null | tail -1 | cut -f1)"
-  free="$(df -Pk "$root" | awk 'NR == 2 { print $4 }')"
-  awk -v b="${build:-0}" -v v="${venvs:-0}" -v f="${free:-0}" -v m="$(df -P "$root" | awk 'NR == 2 { print $6 }')" \
-    'BEGIN { printf "  disk: build/ %.1f GB, virtualenvs %.1f GB; %.1f GB free on %s\n", b / 2^20, v / 2^20, f / 2^20, m }'
+  read -r free mount < <(df -Pk "$root" | awk 'NR == 2 { print $4, $6 }')
+  awk -v b="${build:-0}" -v v="${venvs:-0}" -v f="${free:-0}" -v m="$mount" 'BEGIN {
+    printf "  disk: build/ %.1f GB, virtualenvs %.1f GB; %.1f GB free on %s\n", b / 2^20, v / 2^20, f / 2^20, m }'
 }

@@ -65,15 +65,21 @@ site="$("$env_dir/bin/python" -c 'import sysconfig; print(sysconfig.get_path("pu
 torch_site="$("$scalebench_python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
 
 # The borrowed torch: links remade on every call (the clone that owns torch may have moved).
+# What is borrowed: these packages and their dist-info folders.
+borrowed_packages=(torch torchgen functorch triton nvidia cuda)
+borrowed_dist_info=(torch- triton- nvidia_ cuda_) # name prefixes of <name>*.dist-info
 links="$env_dir/scalebench-torch"
 rm -rf "$links"
 mkdir -p "$links"
+entries=("${borrowed_packages[@]/#/$torch_site/}")
 shopt -s nullglob
-for entry in "$torch_site"/{torch,torchgen,functorch,triton,nvidia,cuda} \
-  "$torch_site"/{torch-,triton-,nvidia_,cuda_}*.dist-info; do
-  ln -s "$entry" "$links/$(basename "$entry")"
+for prefix in "${borrowed_dist_info[@]}"; do
+  entries+=("$torch_site/$prefix"*.dist-info)
 done
 shopt -u nullglob
+for entry in "${entries[@]}"; do
+  ln -s "$entry" "$links/$(basename "$entry")"
+done
 [[ -e "$links/torch" ]] || { log "no torch in $torch_site"; exit 1; }
 echo "$links" >"$site/scalebench-borrowed-torch.pth"
 
@@ -90,10 +96,12 @@ if ((!resolve)) && [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
 fi
 # A torch of the environment's own (an older version of this script let uv install one)
 # would shadow the borrowed one: removed with its CUDA libraries.
-for own in torch torchgen functorch triton nvidia cuda; do
+for own in "${borrowed_packages[@]}"; do
   [[ -L "$site/$own" || ! -e "$site/$own" ]] || rm -rf "${site:?}/$own"
 done
-rm -rf "$site"/{torch-,triton-,nvidia_,cuda_}*.dist-info
+for prefix in "${borrowed_dist_info[@]}"; do
+  rm -rf "${site:?}/$prefix"*.dist-info
+done
 
 if [[ "${SCALEBENCH_NO_UV:-0}" != 1 && ! -x "$env_dir/bin/uv" ]]; then
   pip_install uv || log "uv could not be installed; pip installs the packages"
