@@ -4,13 +4,13 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <sstream>
 #include <tuple>
 
 #include "common/cell/cell_spec.h"
 #include "common/cell/repetition_stats.h"
+#include "common/cell/stats.h"
 #include "common/results/cells.h"
 #include "common/results/model_flops.h"
 #include "common/results/overview.h"
@@ -18,8 +18,6 @@
 
 namespace scalebench {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// The CellSpec of a stored spec; nullopt where it cannot be read back (a damaged or older
 /// file).

@@ -20,6 +20,11 @@ in the user's cache, beside the compiler cache):
     the precompiled header was made from (Torch's). A file without dependency records (not built yet)
     depends on every tracked header instead.
 A change to one header therefore re-checks only the files that include it.
+
+A unity build (Note [Unity build] in CMakeLists.txt) compiles generated files that include a
+group of .cc files each; every member gets its group's command, with the member as its source,
+and the headers of its group's object except the other members (clang-tidy reads the member
+alone, so it must compile alone).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ PCH_FLAGS = re.compile(r" -Winvalid-pch| -include \S*cmake_pch\.hxx")
 DEBUG_FLAGS = re.compile(r" -g[0-9a-z=-]*(?=\s|$)")
 PCH_INCLUDE = re.compile(r" -include (\S*cmake_pch\.hxx)")
 OUTPUT_FLAG = re.compile(r" -o (\S+)")
+UNITY_MEMBER = re.compile(r'^#include "([^"]+\.cc)"$', re.MULTILINE)
 
 
 def tracked(pattern: str) -> list[str]:
@@ -43,6 +49,32 @@ def tracked(pattern: str) -> list[str]:
         ["git", "ls-files", pattern], check=True, capture_output=True, text=True
     )
     return [path for path in listing.stdout.split() if os.path.exists(path)]
+
+
+def unity_members(commands: list[dict], source_root: Path) -> tuple[list[dict], dict]:
+    """The database with each generated unity file's entry replaced by one per member (the
+    group's command, the member as its source), and member (absolute) -> its group's members."""
+    expanded: list[dict] = []
+    groups: dict[str, set[str]] = {}
+    for entry in commands:
+        unity = Path(entry.get("directory", ".")) / entry["file"]
+        if "/generated/unity/" not in str(unity):
+            expanded.append(entry)
+            continue
+        members = [
+            os.path.normpath(source_root / member)
+            for member in UNITY_MEMBER.findall(unity.read_text())
+        ]
+        for member in members:
+            groups[member] = set(members)
+            expanded.append(
+                dict(
+                    entry,
+                    file=member,
+                    command=entry["command"].replace(entry["file"], member),
+                )
+            )
+    return expanded, groups
 
 
 def ninja_deps(build: Path) -> dict[str, list[str]]:
@@ -91,7 +123,7 @@ def main() -> None:
     build, out, stamps = (Path(arg).resolve() for arg in sys.argv[1:4])
     source_root = Path.cwd().resolve()
     with open(build / "compile_commands.json") as f:
-        commands = json.load(f)
+        commands, groups = unity_members(json.load(f), source_root)
     precompiled = {}  # source -> the precompiled header its build used (GCC's .gch)
     for entry in commands:
         used = PCH_INCLUDE.search(entry["command"])
@@ -111,14 +143,15 @@ def main() -> None:
     def name(path: str) -> str:
         return path.removeprefix(root_prefix)
 
-    def headers_of(object_file: str, pch: str | None) -> list[str] | None:
+    def headers_of(object_file: str, pch: str | None, source: str) -> list[str] | None:
         # GCC's dependency file of a file built with a precompiled header lists neither the
         # .gch nor the headers in it (their include guards skip them), so those come from
         # the dependency records of the precompiled header itself.
         listed = deps.get(object_file)
         if listed is None or (pch is not None and pch not in deps):
             return None
-        return sorted(set(listed + (deps[pch] if pch else [])))
+        group_others = groups.get(source, set()) - {source}
+        return sorted(set(listed + (deps[pch] if pch else [])) - group_others)
 
     shared = hashlib.sha256()
     for path in [out / "version.txt", source_root / ".clang-tidy"]:
@@ -141,7 +174,9 @@ def main() -> None:
         headers = None
         if output:
             object_file = os.path.normpath(Path(entry.get("directory", build)) / output)
-            headers = headers_of(object_file, pch)
+            headers = headers_of(
+                object_file, pch, os.path.normpath(source_root / source)
+            )
         # In the order of their names as hashed: sorted by absolute path, a clone under /tmp
         # would put its .venv before /usr and one under /work after it (other keys).
         for header in sorted(every_header if headers is None else headers, key=name):

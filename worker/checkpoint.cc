@@ -42,7 +42,7 @@ NamedState named_state(torch::nn::Module& module) {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
+[[noreturn]] void throw_checkpoint_error(const std::string& path, const std::string& what) {
   throw CellError(FailurePhase::kCheckpointLoad, "checkpoint " + path + " " + what);
 }
 
@@ -88,11 +88,13 @@ void load_state_dict(const models::NamedState& targets, const std::string& path)
   try {
     file = std::make_unique<torch_save::TorchSaveFile>(path);
   } catch (const torch_save::TorchSaveError& error) {
-    fail(path, "cannot be read: " + std::string(error.what()) + "; " + kSaveAdvice);
+    throw_checkpoint_error(path,
+                           "cannot be read: " + std::string(error.what()) + "; " + kSaveAdvice);
   }
   auto state = file->root().dict();
   if (!state) {
-    fail(path, "holds a " + file->root().describe() + ", not a dict of tensors; " + kSaveAdvice);
+    throw_checkpoint_error(
+        path, "holds a " + file->root().describe() + ", not a dict of tensors; " + kSaveAdvice);
   }
   std::string context;  // what a mismatch message adds about the file
   if (const auto* nested = state->find("state_dict"); nested && nested->dict()) {
@@ -104,25 +106,27 @@ void load_state_dict(const models::NamedState& targets, const std::string& path)
       state->items.begin(), state->items.end(),
       [](const auto& item) { return item.second.template is<torch_save::TensorRef>(); });
   if (!has_tensors) {
-    fail(path,
-         "holds a dict without tensors (neither a state dict nor a Lightning checkpoint "
-         "with a state_dict); " +
-             std::string(kSaveAdvice));
+    throw_checkpoint_error(
+        path,
+        "holds a dict without tensors (neither a state dict nor a Lightning checkpoint "
+        "with a state_dict); " +
+            std::string(kSaveAdvice));
   }
   // " (<context>)" for the messages before the prefix is known.
   const auto noted = [&context] { return context.empty() ? context : " (" + context + ")"; };
   std::map<std::string, torch_save::TensorRef> entries;
   for (const auto& [key, value] : state->items) {
     const auto* name = std::get_if<std::string>(&key);
-    if (!name) fail(path, "has an integer key, not a name" + noted() + "; " + kSaveAdvice);
+    if (!name)
+      throw_checkpoint_error(path, "has an integer key, not a name" + noted() + "; " + kSaveAdvice);
     if (!value.is<torch_save::TensorRef>()) {
-      fail(path, "entry " + *name + " is a " + value.describe() + ", not a tensor" + noted() +
-                     "; " + kSaveAdvice);
+      throw_checkpoint_error(path, "entry " + *name + " is a " + value.describe() +
+                                       ", not a tensor" + noted() + "; " + kSaveAdvice);
     }
     // A key set twice keeps its last value, as Python's dict does.
     entries.insert_or_assign(*name, value.as<torch_save::TensorRef>());
   }
-  if (state->other_keys > 0) fail(path, "has keys that are not names" + noted());
+  if (state->other_keys > 0) throw_checkpoint_error(path, "has keys that are not names" + noted());
   const std::string prefix = prefix_to_strip(targets, entries);
   if (!prefix.empty()) {
     context += (context.empty() ? "" : "; ") + ("prefix " + prefix + " removed from every key");
@@ -134,24 +138,27 @@ void load_state_dict(const models::NamedState& targets, const std::string& path)
   for (const auto& [name, target] : targets) {
     const auto found = entries.find(prefix + name);
     if (found == entries.end()) {
-      fail(path, "has no entry " + name + context + "; its first key is " + entries.begin()->first +
-                     ", the model's is " + targets.front().first);
+      throw_checkpoint_error(path, "has no entry " + name + context + "; its first key is " +
+                                       entries.begin()->first + ", the model's is " +
+                                       targets.front().first);
     }
     const auto& ref = found->second;
     if (c10::IntArrayRef(ref.size) != target.sizes()) {
-      fail(path, "entry " + found->first + " has shape " + c10::str(c10::IntArrayRef(ref.size)) +
-                     ", the model needs " + c10::str(target.sizes()) + context);
+      throw_checkpoint_error(path, "entry " + found->first + " has shape " +
+                                       c10::str(c10::IntArrayRef(ref.size)) + ", the model needs " +
+                                       c10::str(target.sizes()) + context);
     }
     try {
       target.copy_(file->read(ref));
     } catch (const torch_save::TorchSaveError& error) {
-      fail(path, "entry " + found->first + " cannot be read: " + error.what());
+      throw_checkpoint_error(path, "entry " + found->first + " cannot be read: " + error.what());
     }
     used.insert(found->first);
   }
   for (const auto& [name, ref] : entries) {
     if (!used.contains(name)) {
-      fail(path, "has an entry " + name + " that the model does not have" + context);
+      throw_checkpoint_error(path,
+                             "has an entry " + name + " that the model does not have" + context);
     }
   }
 }

@@ -76,20 +76,22 @@ class GradReadyHook final : public torch::autograd::FunctionPostHook {
   size_t index_;
 };
 
-struct Bucket {
-  torch::Tensor buffer;                  ///< flat, contiguous; one slice per parameter
-  size_t pending = 0;                    ///< gradients still missing this iteration
-  std::unique_ptr<CollectiveWork> work;  ///< set once launched
-};
-
-struct Slot {
-  size_t bucket = 0;
-  int64_t offset = 0;  ///< elements
-};
-
 }  // namespace
 
 struct GradientReducer::Impl {
+  // Nested, not file-local: a type with linkage may not hold file-local types (GCC's
+  // -Wsubobject-linkage in a unity build, Note [Unity build]).
+  struct Bucket {
+    torch::Tensor buffer;                  ///< flat, contiguous; one slice per parameter
+    size_t pending = 0;                    ///< gradients still missing this iteration
+    std::unique_ptr<CollectiveWork> work;  ///< set once launched
+  };
+
+  struct Slot {
+    size_t bucket = 0;
+    int64_t offset = 0;  ///< elements
+  };
+
   Impl(std::vector<torch::Tensor> parameters, CollectiveBackend& comm, ReducerOptions opts);
   ~Impl();
   Impl(const Impl&) = delete;
@@ -272,7 +274,7 @@ void GradientReducer::finalize() {
   impl.launch_ready_buckets(/*in_backward=*/false);
   const double world = static_cast<double>(impl.backend.size());
   for (size_t b = 0; b < impl.buckets.size(); ++b) {
-    Bucket& bucket = impl.buckets[b];
+    Impl::Bucket& bucket = impl.buckets[b];
     const auto work = std::move(bucket.work);
     work->wait();
     impl.stats.buckets[b].completed = work->completed_at();

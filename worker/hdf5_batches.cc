@@ -5,15 +5,10 @@
 #include <functional>
 
 #include "common/base/error.h"
+#include "common/cell/output_comparison.h"
 
 namespace scalebench {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 
 int64_t elements(const std::vector<int64_t>& shape) {
   int64_t count = 1;

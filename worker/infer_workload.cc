@@ -20,7 +20,10 @@
 namespace scalebench {
 namespace {
 
-enum InferPhase : size_t { kLoad, kH2d, kForward, kD2h, kBatch };
+/// The phases of an inference batch, as indices of the phase timer (scoped: Note [Unity build]).
+struct InferPhase {
+  enum Index : size_t { kLoad, kH2d, kForward, kD2h, kBatch };
+};
 
 const std::vector<std::string>& infer_phases() {
   static const std::vector<std::string> names = {"load", "h2d", "forward", "d2h", "batch"};
@@ -96,15 +99,15 @@ class InferWorkload : public Workload {
     CapturedForward* graph = graph_for(range.count);  // nullptr: eager
     torch::Tensor output;
     {
-      PhaseScope batch(timer, kBatch);
+      PhaseScope batch(timer, InferPhase::kBatch);
       HostBatch host;
       {
-        PhaseScope phase(timer, kLoad);
+        PhaseScope phase(timer, InferPhase::kLoad);
         host = data_->make_batch(range);
       }
       torch::Tensor inputs;
       {
-        PhaseScope phase(timer, kH2d);
+        PhaseScope phase(timer, InferPhase::kH2d);
         if (graph != nullptr) {
           graph->input().copy_(host.inputs, /*non_blocking=*/true);  // layout included
         } else {
@@ -113,7 +116,7 @@ class InferWorkload : public Workload {
         }
       }
       {
-        PhaseScope phase(timer, kForward);
+        PhaseScope phase(timer, InferPhase::kForward);
         if (graph != nullptr) {
           output = graph->replay();
         } else {
@@ -122,7 +125,7 @@ class InferWorkload : public Workload {
         }
       }
       {
-        PhaseScope phase(timer, kD2h);
+        PhaseScope phase(timer, InferPhase::kD2h);
         if (device_.is_cuda()) {
           auto host_output = torch::empty(output.sizes(),
                                           output.options().device(torch::kCPU).pinned_memory(true));

@@ -64,14 +64,14 @@ ncclDataType_t nccl_datatype(torch::ScalarType dtype) {
 }
 
 /// Owns a CUDA event without timing (cudaEventDestroy on destruction).
-class CudaEvent {
+class UntimedCudaEvent {
  public:
-  CudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-  ~CudaEvent() {
+  UntimedCudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~UntimedCudaEvent() {
     if (event_ != nullptr) cudaEventDestroy(event_);
   }
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
+  UntimedCudaEvent(const UntimedCudaEvent&) = delete;
+  UntimedCudaEvent& operator=(const UntimedCudaEvent&) = delete;
   [[nodiscard]] cudaEvent_t get() const { return event_; }
 
  private:
@@ -142,13 +142,13 @@ class NcclBackend;
 
 class NcclWork final : public CollectiveWork {
  public:
-  NcclWork(NcclBackend& backend, std::unique_ptr<CudaEvent> done, c10::DeviceIndex device)
+  NcclWork(NcclBackend& backend, std::unique_ptr<UntimedCudaEvent> done, c10::DeviceIndex device)
       : backend_(backend), done_(std::move(done)), device_(device) {}
   void wait() override;
 
  private:
   NcclBackend& backend_;
-  std::unique_ptr<CudaEvent> done_;
+  std::unique_ptr<UntimedCudaEvent> done_;
   c10::DeviceIndex device_;
 };
 
@@ -163,7 +163,7 @@ class NcclBackend final : public CollectiveBackend {
     if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, group));
     stream_ = std::make_unique<CudaStream>();
-    before_ = std::make_unique<CudaEvent>();
+    before_ = std::make_unique<UntimedCudaEvent>();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     std::unique_lock lock(mutex_);
@@ -246,7 +246,7 @@ class NcclBackend final : public CollectiveBackend {
     }
     const c10::cuda::CUDAGuard guard(device_);
     const cudaStream_t compute = c10::cuda::getCurrentCUDAStream(device_).stream();
-    auto done = std::make_unique<CudaEvent>();
+    auto done = std::make_unique<UntimedCudaEvent>();
     std::unique_lock lock(mutex_);
     throw_if_aborted();
     CUDA_CHECK(cudaEventRecord(before_->get(), compute));
@@ -302,8 +302,8 @@ class NcclBackend final : public CollectiveBackend {
   int rank_ = 0;
   int size_ = 1;
   std::unique_ptr<CudaStream> stream_;
-  std::unique_ptr<CudaEvent> before_;  ///< reused: recorded on the compute stream per call
-  std::mutex mutex_;                   ///< guards comm_ and aborted_
+  std::unique_ptr<UntimedCudaEvent> before_;  ///< reused: recorded on the compute stream per call
+  std::mutex mutex_;                          ///< guards comm_ and aborted_
   bool aborted_ = false;
   NcclComm comm_;  ///< declared after stream_: destroyed before it
 };

@@ -52,7 +52,7 @@ constexpr double kTimerTolerance = 0.02;
 SelfTestCheck pass(std::string name, std::string detail) {
   return {std::move(name), "pass", std::move(detail)};
 }
-SelfTestCheck fail(std::string name, std::string detail) {
+SelfTestCheck failed(std::string name, std::string detail) {
   return {std::move(name), "fail", std::move(detail)};
 }
 SelfTestCheck skip(std::string name, std::string detail) {
@@ -104,7 +104,7 @@ SelfTestCheck check_devices(const torch::Device& device, const std::string& prob
   const auto all = allgather_text(comm, mine);
   std::string detail = std::to_string(all.size()) + " worker rank" + (all.size() == 1 ? "" : "s");
   for (const auto& line : all) detail += (&line == &all.front() ? ": " : ", ") + line;
-  return agree(problem.empty() ? pass("devices", detail) : fail("devices", mine),
+  return agree(problem.empty() ? pass("devices", detail) : failed("devices", mine),
                context.world_rank, comm);
 }
 
@@ -134,9 +134,9 @@ SelfTestCheck check_collectives(const WorkerContext& context, const torch::Devic
                            " over " + std::to_string(report.world_size) + " rank" +
                            (report.world_size == 1 ? "" : "s") + " (" + report.backend + ")";
   if (wrong == 0) return pass("collectives", what + ": every element exact");
-  return fail("collectives", std::to_string(wrong) + " of " + std::to_string(report.rows.size()) +
-                                 " results wrong (max error " + fixed("%.3g", worst) +
-                                 "): " + what);
+  return failed("collectives", std::to_string(wrong) + " of " + std::to_string(report.rows.size()) +
+                                   " results wrong (max error " + fixed("%.3g", worst) +
+                                   "): " + what);
 }
 
 /// Note [Self-test checks], ddp: K SGD steps of DDP on per-rank batches, and of one process
@@ -196,7 +196,7 @@ SelfTestCheck check_ddp(const torch::Device& device, const std::string& backend_
                              ") equals one process on the global batch after " +
                              std::to_string(kSteps) + " steps: max |diff| " + fixed("%.2g", diff) +
                              " (limit " + fixed("%.0e", kDdpTolerance) + ")";
-  return diff <= kDdpTolerance ? pass("ddp", detail) : fail("ddp", detail);
+  return diff <= kDdpTolerance ? pass("ddp", detail) : failed("ddp", detail);
 }
 
 /// Note [Self-test checks], timer: 5 iterations of a phase around `work`, against the
@@ -223,7 +223,7 @@ SelfTestCheck check_timer(const std::string& name, const torch::Device& device,
                              " " + fixed("%.2f", timed * 1e3) + " ms vs wall clock " +
                              fixed("%.2f", wall * 1e3) + " ms (" + fixed("%.2f", deviation * 100) +
                              " %, limit " + fixed("%.0f", kTimerTolerance * 100) + " %)";
-  return deviation <= kTimerTolerance ? pass(name, detail) : fail(name, detail);
+  return deviation <= kTimerTolerance ? pass(name, detail) : failed(name, detail);
 }
 
 #ifdef SCALEBENCH_HAVE_CUDA
@@ -250,14 +250,14 @@ SelfTestCheck check_cuda_memory(const torch::Device& device) {
                              " B, the allocator's current by " + std::to_string(allocator_grown) +
                              " B";
   return grown == kBytes && allocator_grown == kBytes ? pass("cuda-memory", detail)
-                                                      : fail("cuda-memory", detail);
+                                                      : failed("cuda-memory", detail);
 }
 
 SelfTestCheck check_oom(const torch::Device& device) {
   size_t free_bytes = 0;
   size_t total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
-    return fail("oom", "cudaMemGetInfo failed");
+    return failed("oom", "cudaMemGetInfo failed");
   }
   const auto too_big = static_cast<int64_t>(total_bytes) * 2;
   bool caught = false;
@@ -267,13 +267,13 @@ SelfTestCheck check_oom(const torch::Device& device) {
     caught = true;
   }
   c10::cuda::CUDACachingAllocator::emptyCache();
-  if (!caught) return fail("oom", "allocating 2x the GPU's memory did not raise out-of-memory");
+  if (!caught) return failed("oom", "allocating 2x the GPU's memory did not raise out-of-memory");
   const auto after = torch::ones({16LL << 20}, torch::TensorOptions(torch::kFloat).device(device));
   const double sum = after.sum().item<double>();
   const std::string detail = "2x the GPU's " + std::to_string(total_bytes >> 30) +
                              " GiB raised out-of-memory; a 64 MiB tensor afterwards sums to " +
                              fixed("%.0f", sum);
-  return sum == static_cast<double>(16LL << 20) ? pass("oom", detail) : fail("oom", detail);
+  return sum == static_cast<double>(16LL << 20) ? pass("oom", detail) : failed("oom", detail);
 }
 #endif
 
@@ -329,7 +329,7 @@ class TorchSelfTest : public SelfTest {
     try {
       mine = check();
     } catch (const std::exception& error) {
-      mine = fail(name, error.what());
+      mine = failed(name, error.what());
     }
     return agree(mine, context.world_rank, comm);
   }

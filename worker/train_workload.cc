@@ -18,7 +18,10 @@
 namespace scalebench {
 namespace {
 
-enum TrainPhase : size_t { kData, kH2d, kForward, kBackward, kCommWait, kOptimizer, kStep };
+/// The phases of a training step, as indices of the phase timer (scoped: Note [Unity build]).
+struct TrainPhase {
+  enum Index : size_t { kData, kH2d, kForward, kBackward, kCommWait, kOptimizer, kStep };
+};
 
 const std::vector<std::string>& train_phases() {
   static const std::vector<std::string> names = {"data",      "h2d",       "forward", "backward",
@@ -115,37 +118,37 @@ class TrainWorkload : public Workload {
   }
 
   void run_iteration(int64_t iteration, PhaseTimer& timer) override {
-    PhaseScope step(timer, kStep);
+    PhaseScope step(timer, TrainPhase::kStep);
     HostBatch host;
     {
-      PhaseScope phase(timer, kData);
+      PhaseScope phase(timer, TrainPhase::kData);
       const int64_t first = train_first_sample(iteration, rank_, world_, cell_.batch_size);
       host = data_->make_batch({first, cell_.batch_size});
     }
     torch::Tensor inputs, targets;
     {
-      PhaseScope phase(timer, kH2d);
+      PhaseScope phase(timer, TrainPhase::kH2d);
       inputs = host.inputs.to(device_, /*non_blocking=*/true);
       targets = host.targets.to(device_, /*non_blocking=*/true);
       if (cell_.channels_last) inputs = to_channels_last(inputs);
     }
     torch::Tensor loss;
     {
-      PhaseScope phase(timer, kForward);
+      PhaseScope phase(timer, TrainPhase::kForward);
       AutocastScope autocast(cell_.precision, device_);
       loss = task_loss(model_->forward(inputs), targets, loss_);
     }
     {
-      PhaseScope phase(timer, kBackward);
+      PhaseScope phase(timer, TrainPhase::kBackward);
       if (reducer_) reducer_->prepare_for_backward();
       loss.backward();
     }
     {
-      PhaseScope phase(timer, kCommWait);
+      PhaseScope phase(timer, TrainPhase::kCommWait);
       if (reducer_) reducer_->finalize();
     }
     {
-      PhaseScope phase(timer, kOptimizer);
+      PhaseScope phase(timer, TrainPhase::kOptimizer);
       optimizer_->step();
       optimizer_->zero_grad(/*set_to_none=*/true);
     }

@@ -12,6 +12,9 @@
 
 namespace scalebench {
 
+/// Bytes in a MiB: the unit of the memory settings (memory_limit_mb) and of messages.
+inline constexpr double kMiB = 1024.0 * 1024.0;
+
 /// MemAvailable of a /proc/meminfo text in bytes; nullopt when missing.
 std::optional<int64_t> parse_mem_available_bytes(std::string_view meminfo_text);
 

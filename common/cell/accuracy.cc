@@ -2,23 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
+
+#include "common/cell/stats.h"
 
 namespace scalebench {
 namespace {
-
-std::string number_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", value);
-  return text;
-}
 
 /// Adds "<name> <value> > <tolerance>" to the failed checks when value > tolerance (NaN
 /// fails too: a comparison that produced no number is not a pass).
 void check(AccuracyReport& report, const std::string& name, double value, double tolerance) {
   if (value <= tolerance) return;
-  report.failed_checks.push_back(name + " " + number_text(value) + " > " + number_text(tolerance));
+  report.failed_checks.push_back(name + " " + short_number_text(value) + " > " +
+                                 short_number_text(tolerance));
 }
 
 void set_verdict(AccuracyReport& report) {
@@ -76,7 +72,6 @@ OutputSums OutputSums::from(const std::vector<double>& sums, const std::vector<d
 
 AccuracyReport finish_inference(const OutputSums& group, double reference_min, double reference_max,
                                 double tolerance) {
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   AccuracyReport report;
   report.kind = "inference";
   report.reference = reference_description();

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "common/base/error.h"
 #include "common/cell/batch_refinement.h"
+#include "common/cell/stats.h"
 
 namespace scalebench {
 
@@ -46,11 +46,7 @@ void BatchSearch::record(bool fits) {
   if (first_failed_ - max_ok_ > 1) next_ = max_ok_ + (first_failed_ - max_ok_) / 2;
 }
 
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-}  // namespace
+namespace {}  // namespace
 
 BatchFigures batch_figures(const std::vector<BatchProbe>& probes,
                            const BatchChoiceSettings& settings) {

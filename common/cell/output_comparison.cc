@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "common/base/error.h"
+#include "common/cell/stats.h"
 
 namespace scalebench {
 namespace {
@@ -108,12 +108,6 @@ std::pair<double, double> ssim_sums(const OutputArray& x, const OutputArray& y, 
     count += static_cast<double>(mu_a.size());
   }
   return {sum, count};
-}
-
-std::string number_text(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", value);
-  return text;
 }
 
 }  // namespace
@@ -242,8 +236,8 @@ AccuracyReport compare_with_baseline(const CrossCellInputs& inputs) {
     }
     report.values["metric_rel_change." + name] = worst;
     if (!(worst <= inputs.tolerance) && !std::isnan(worst)) {
-      failed.push_back("metric " + name + " rel. change " + number_text(worst) + " > " +
-                       number_text(inputs.tolerance));
+      failed.push_back("metric " + name + " rel. change " + short_number_text(worst) + " > " +
+                       short_number_text(inputs.tolerance));
     }
   }
   report.failed_checks.insert(report.failed_checks.end(), failed.begin(), failed.end());

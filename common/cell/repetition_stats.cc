@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include "common/cell/cell_spec.h"
@@ -10,8 +9,6 @@
 
 namespace scalebench {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double median_of(std::vector<double>& values) { return percentile(values, 50.0); }
 

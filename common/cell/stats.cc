@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
 namespace scalebench {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::vector<double> without_nan(const std::vector<double>& values) {
   std::vector<double> kept;
@@ -70,6 +68,12 @@ Summary summarize(const std::vector<double>& values) {
   summary.p95 = sorted_percentile(sorted, 95.0);
   summary.p99 = sorted_percentile(sorted, 99.0);
   return summary;
+}
+
+std::string short_number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
 }
 
 }  // namespace scalebench

@@ -3,9 +3,18 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
+#include <string>
 #include <vector>
 
 namespace scalebench {
+
+/// The value of a statistic that is undefined for its sample (and of a missing figure).
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// `value` with 4 significant digits ("%.4g": 0.0123, 1.5e+04, nan), as messages quote a
+/// statistic.
+std::string short_number_text(double value);
 
 /// Statistics of one sample set. Times in whatever unit the values have (seconds in
 /// scalebench). `std` is the sample standard deviation (n-1 denominator, numpy ddof=1);

@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "common/cell/adaptive_stop.h"
+#include "common/cell/stats.h"
 
 namespace scalebench {
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// Read access to one rank's timing table by phase name; NaN for anything missing.
 class RankTable {

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
 #include "common/base/error.h"
+#include "common/cell/stats.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
 #include "common/results/provenance.h"
@@ -16,7 +16,6 @@
 namespace scalebench::results {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 /// Upper bound of one `timings` chunk; one chunk holds rows of one rank.
 constexpr hsize_t kTimingChunkBytes = 1 << 20;
 constexpr int kTimingGzipLevel = 4;

@@ -36,8 +36,6 @@ namespace scalebench::program {
 
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-
 /// A probe's view on this rank (Note [Group probes]): its status and measured step times.
 LocalProbe local_probe(const Attempt& attempt, const CellSpec& probe_cell) {
   LocalProbe probe;

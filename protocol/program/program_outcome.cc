@@ -6,17 +6,12 @@
 #include <limits>
 #include <optional>
 
+#include "common/base/process_memory.h"
 #include "common/cell/program.h"
 #include "protocol/mpi_check.h"
 #include "protocol/wire.h"
 
 namespace scalebench::program {
-
-namespace {
-
-constexpr double kMiB = 1024.0 * 1024.0;
-
-}  // namespace
 
 /// What ended this rank's program, in the order of Note [Program cells]'s failures table
 /// (docs/programs.md#failures).

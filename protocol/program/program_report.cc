@@ -9,13 +9,13 @@
 #include <type_traits>
 
 #include "common/base/escaped_text.h"
+#include "common/cell/stats.h"
 #include "protocol/program/program_checks.h"
 #include "protocol/program/program_profile.h"
 
 namespace scalebench {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kQuotedBytes = 200;
 
 [[noreturn]] void refuse(const std::string& line, const std::string& why) {

@@ -9,7 +9,7 @@ namespace {
 constexpr int64_t kPatch = 16;
 constexpr int64_t kDim = 768;
 constexpr int64_t kDepth = 12;
-constexpr int64_t kHeads = 12;
+constexpr int64_t kVitHeads = 12;
 constexpr int64_t kMlpDim = 3072;
 
 int64_t vit_tokens(const std::vector<int64_t>& input_shape) {
@@ -26,7 +26,7 @@ class VisionTransformer : public ZooModel {
     pos_embedding_ =
         register_parameter("pos_embedding", torch::randn({1, tokens, kDim}).mul_(0.02));
     for (int64_t i = 0; i < kDepth; ++i) {
-      layers_->push_back(EncoderBlock(kDim, kHeads, kMlpDim, 1e-6));
+      layers_->push_back(EncoderBlock(kDim, kVitHeads, kMlpDim, 1e-6));
     }
     register_module("layers", layers_);
     ln_ =

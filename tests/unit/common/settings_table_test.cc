@@ -45,7 +45,9 @@ TEST(SettingsTable, KeysAreUniqueAndRowsComplete) {
     ASSERT_NE(setting.set, nullptr) << setting.key;
     EXPECT_EQ(setting_value_problem(setting, default_value(setting)), "")
         << setting.key << ": the default must be inside the range";
-    if (setting.type == SettingType::kName) EXPECT_FALSE(setting.choices.empty()) << setting.key;
+    if (setting.type == SettingType::kName) {
+      EXPECT_FALSE(setting.choices.empty()) << setting.key;
+    }
   }
 }
 
