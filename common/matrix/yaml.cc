@@ -12,13 +12,10 @@
 #include "common/matrix/schema.h"
 #include "common/matrix/text.h"
 #include "common/matrix/tree_experiments.h"
+#include "common/matrix/yaml_node_reader.h"
 
 namespace scalebench {
 namespace {
-
-std::string child_path(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : parent + "." + key;
-}
 
 /// Adds an error for each key that appears twice in one mapping (yaml-cpp keeps both).
 void check_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& file,
@@ -43,164 +40,8 @@ void check_duplicate_keys(const YAML::Node& node, const std::string& path, const
   }
 }
 
-/// Adds an error at `node` (a list) when two of `values` are equal, naming the first
-/// repeat. The JSON Schema's uniqueItems is not used for this (see SchemaDocuments in
-/// common/matrix/schema.cc): O(n log n), one error per list.
-template <typename T>
-void check_repeats(const std::vector<T>& values, const SourceLocation& where,
-                   Diagnostics& diagnostics) {
-  std::map<T, size_t> first;
-  for (size_t i = 0; i < values.size(); ++i) {
-    const auto [previous, inserted] = first.emplace(values[i], i);
-    if (!inserted) {
-      diagnostics.error(where, "the list has a repeated value (entries [" +
-                                   std::to_string(previous->second) + "] and [" +
-                                   std::to_string(i) + "]); remove the repeat");
-      return;
-    }
-  }
-}
-
-template <typename T>
-std::optional<SettingValue> as_value(const std::optional<T>& value) {
-  return value ? std::optional<SettingValue>(SettingValue(*value)) : std::nullopt;
-}
-
-/// Typed reads of schema-checked nodes. The yaml-cpp schema adapter is weakly typed (it
-/// takes a list where a string is required), so each read still checks the node's kind.
-class Reader {
- public:
-  Reader(std::string file, Diagnostics& diagnostics)
-      : file_(std::move(file)), diagnostics_(diagnostics) {}
-
-  [[nodiscard]] const std::string& file() const { return file_; }
-
-  SourceLocation where(const YAML::Node& node, const std::string& path) const {
-    return location_of(node, file_, path);
-  }
-
-  template <typename T>
-  std::optional<T> scalar(const YAML::Node& node, const std::string& path, const char* expected) {
-    if (!node.IsScalar()) {
-      diagnostics_.error(where(node, path),
-                         std::string("expected ") + expected + ", got " + describe_node(node));
-      return std::nullopt;
-    }
-    try {
-      return node.as<T>();
-    } catch (const YAML::Exception&) {
-      diagnostics_.error(where(node, path),
-                         std::string("expected ") + expected + ", got " + describe_node(node));
-      return std::nullopt;
-    }
-  }
-
-  template <typename T>
-  std::optional<std::vector<T>> list(const YAML::Node& node, const std::string& path,
-                                     const char* expected) {
-    if (!node.IsSequence()) {
-      diagnostics_.error(where(node, path), std::string("expected a list of ") + expected +
-                                                ", got " + describe_node(node));
-      return std::nullopt;
-    }
-    std::vector<T> values;
-    for (size_t i = 0; i < node.size(); ++i) {
-      auto value = scalar<T>(node[i], path + "[" + std::to_string(i) + "]", expected);
-      if (!value) return std::nullopt;
-      values.push_back(*value);
-    }
-    return values;
-  }
-
-  /// One value of `setting` (the schema has checked it; this re-checks the node's kind).
-  std::optional<SettingValue> setting_value(const SettingDef& setting, const YAML::Node& node,
-                                            const std::string& path) {
-    switch (setting.type) {
-      case SettingType::kBool:
-        return as_value(scalar<bool>(node, path, "true or false"));
-      case SettingType::kInt:
-        if (!setting.keyword.empty() && node.IsScalar() && node.Scalar() == setting.keyword) {
-          return SettingValue(setting.keyword_value);  // batch_size: auto (kBatchAuto)
-        }
-        return as_value(scalar<int64_t>(node, path, "an integer"));
-      case SettingType::kNumber:
-        return as_value(scalar<double>(node, path, "a number"));
-      case SettingType::kName: {
-        const auto text = scalar<std::string>(node, path, "a name");
-        return text ? parse_setting_text(setting, *text) : std::nullopt;  // schema: enum
-      }
-    }
-    return std::nullopt;
-  }
-
-  /// Writes the setting at `node` into `out`: a list for an axis's list key, else one value.
-  void setting(const SettingDef& setting, bool as_list, const YAML::Node& node,
-               const std::string& path, SettingsRequest& out) {
-    std::vector<SettingValue> values;
-    if (as_list) {
-      if (!node.IsSequence()) {
-        diagnostics_.error(where(node, path), "expected a list, got " + describe_node(node));
-        return;
-      }
-      for (size_t i = 0; i < node.size(); ++i) {
-        auto value = setting_value(setting, node[i], path + "[" + std::to_string(i) + "]");
-        if (!value) return;
-        values.push_back(std::move(*value));
-      }
-      check_repeats(values, where(node, path), diagnostics_);
-    } else {
-      auto value = setting_value(setting, node, path);
-      if (!value) return;
-      values.push_back(std::move(*value));
-    }
-    out.values[std::string(setting.key)] = {std::move(values), where(node, path)};
-  }
-
-  template <typename T>
-  void set(Setting<T>& setting, const std::optional<T>& value, const YAML::Node& node,
-           const std::string& path) {
-    if (!value) return;
-    setting.value = value;
-    setting.where = where(node, path);
-  }
-
-  /// The settings of `map` (defaults, sweep or an experiment). With `lists` (sweep and
-  /// experiments) any setting may be a list: its values become an axis of the cells (Note
-  /// [Every setting is an axis] in common/matrix/expand.cc).
-  void settings(const YAML::Node& map, const std::string& path, SettingsRequest& out, bool lists);
-
- private:
-  std::string file_;
-  Diagnostics& diagnostics_;
-};
-
-void Reader::settings(const YAML::Node& map, const std::string& path, SettingsRequest& out,
-                      bool lists) {
-  for (const auto& entry : map) {
-    const std::string key = entry.first.Scalar();
-    const YAML::Node& node = entry.second;
-    const std::string at = child_path(path, key);
-    if (key == "optimizer" && node.IsMap()) {  // optimizer.<field> settings, nested
-      for (const auto& field : node) {
-        const std::string name = "optimizer." + field.first.Scalar();
-        if (const auto* def = find_setting(name)) {
-          setting(*def, lists && field.second.IsSequence(), field.second,
-                  child_path(at, field.first.Scalar()), out);
-        }
-      }
-      continue;
-    }
-    if (const auto* def = find_setting(key, true)) {
-      // An axis is a list under its list key ("modes"); its single key ("mode") is one value.
-      // Any other setting is a list where lists are allowed and one is written.
-      const bool as_list = def->axis ? key == def->list_key : lists && node.IsSequence();
-      setting(*def, as_list, node, at, out);
-    }
-  }
-}
-
 /// `prepare` and `prepare_timeout_s` of `map` (the top level or an experiment).
-void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader,
+void read_prepare(const YAML::Node& map, const std::string& path, YamlNodeReader& reader,
                   Setting<std::vector<std::string>>& argv, Setting<double>& timeout_s) {
   if (const auto node = map["prepare"]) {
     const std::string at = child_path(path, "prepare");
@@ -214,7 +55,7 @@ void read_prepare(const YAML::Node& map, const std::string& path, Reader& reader
 
 /// `preflight` and `preflight_timeout_s` of a program (Note [Program preflight] in
 /// orchestrator/program_preflight.h): `none`, `hydra` or an argv template; schema-checked.
-void read_preflight(const YAML::Node& program, const std::string& at, Reader& reader,
+void read_preflight(const YAML::Node& program, const std::string& at, YamlNodeReader& reader,
                     PreflightSpec& preflight) {
   if (const YAML::Node node = program["preflight"]; node && node.IsSequence()) {
     preflight.kind = PreflightKind::kCommand;
@@ -231,7 +72,7 @@ void read_preflight(const YAML::Node& program, const std::string& at, Reader& re
 }
 
 /// `program:` (docs/programs.md): command, env, python and preflight, schema-checked before.
-ProgramSpec read_program(const YAML::Node& program, const std::string& at, Reader& reader) {
+ProgramSpec read_program(const YAML::Node& program, const std::string& at, YamlNodeReader& reader) {
   ProgramSpec spec;
   if (auto command = reader.list<std::string>(program["command"], at + ".command", "strings")) {
     spec.command = *command;
@@ -259,7 +100,7 @@ ProgramSpec read_program(const YAML::Node& program, const std::string& at, Reade
 }
 
 /// Reads the keys present in `node` into `experiment`; absent keys leave it unchanged.
-void read_experiment_keys(const YAML::Node& node, const std::string& path, Reader& reader,
+void read_experiment_keys(const YAML::Node& node, const std::string& path, YamlNodeReader& reader,
                           Diagnostics& diagnostics, ExperimentRequest& experiment) {
   for (const auto& entry : node) experiment.written_keys.insert(entry.first.Scalar());
   reader.settings(node, path, experiment.settings, true);
@@ -323,8 +164,8 @@ void read_experiment_keys(const YAML::Node& node, const std::string& path, Reade
 
 /// An inline entry of `experiments` (or a tree experiment file: `path` ""). The schema
 /// has checked that `model` is present.
-ExperimentRequest read_experiment(const YAML::Node& node, const std::string& path, Reader& reader,
-                                  Diagnostics& diagnostics) {
+ExperimentRequest read_experiment(const YAML::Node& node, const std::string& path,
+                                  YamlNodeReader& reader, Diagnostics& diagnostics) {
   ExperimentRequest experiment;
   experiment.where = reader.where(node, path);
   read_experiment_keys(node, path, reader, diagnostics, experiment);
@@ -340,8 +181,8 @@ ExperimentRequest read_experiment(const YAML::Node& node, const std::string& pat
 
 /// An entry `{experiment: <name>, ...overrides}` of `experiments` (see
 /// common/matrix/tree_experiments.h): the overrides are read now, the file by plan/run.
-ExperimentRequest read_tree_entry(const YAML::Node& node, const std::string& path, Reader& reader,
-                                  Diagnostics& diagnostics) {
+ExperimentRequest read_tree_entry(const YAML::Node& node, const std::string& path,
+                                  YamlNodeReader& reader, Diagnostics& diagnostics) {
   ExperimentRequest experiment;
   experiment.where = reader.where(node, path);
   const std::string at = child_path(path, "experiment");
@@ -360,7 +201,7 @@ ExperimentRequest read_tree_entry(const YAML::Node& node, const std::string& pat
   return experiment;
 }
 
-ExcludeRule read_exclude(const YAML::Node& node, const std::string& path, Reader& reader) {
+ExcludeRule read_exclude(const YAML::Node& node, const std::string& path, YamlNodeReader& reader) {
   ExcludeRule rule;
   rule.where = reader.where(node, path);
   for (const auto& entry : node) {
@@ -406,7 +247,7 @@ void check_needs_branches(const MatrixRequest& request, Diagnostics& diagnostics
 
 /// `baseline: reference`, or `baseline: {branch: <one of branches>, metrics: [name, ...]}`
 /// (either key may be left out; no branch = reference). Note [Accuracy across cells].
-void read_baseline(const YAML::Node& root, Reader& reader, MatrixRequest& request,
+void read_baseline(const YAML::Node& root, YamlNodeReader& reader, MatrixRequest& request,
                    Diagnostics& diagnostics) {
   const YAML::Node node = root["baseline"];
   if (!node) return;
@@ -440,7 +281,7 @@ void read_baseline(const YAML::Node& root, Reader& reader, MatrixRequest& reques
   }
 }
 
-void read_top_level(const YAML::Node& root, Reader& reader, MatrixRequest& request,
+void read_top_level(const YAML::Node& root, YamlNodeReader& reader, MatrixRequest& request,
                     Diagnostics& diagnostics) {
   if (root["name"])
     request.name = reader.scalar<std::string>(root["name"], "name", "a name").value_or("");
@@ -523,7 +364,7 @@ MatrixRequest read_yaml_matrix(const std::string& text, const std::string& file,
   check_duplicate_keys(root, "", file, diagnostics);
   validate_with_schema(root, "matrix.schema.json", file, diagnostics);
   if (diagnostics.has_errors()) return request;
-  Reader reader(file, diagnostics);
+  YamlNodeReader reader(file, diagnostics);
   read_top_level(root, reader, request, diagnostics);
   std::map<std::string, int> names;
   const YAML::Node experiments = root["experiments"];
@@ -587,7 +428,7 @@ std::optional<ProgramSpec> read_program_template(const std::string& text, const 
       "'preflight' and 'preflight_timeout_s')",
       diagnostics);
   if (!root) return std::nullopt;
-  Reader reader(file, diagnostics);
+  YamlNodeReader reader(file, diagnostics);
   ProgramSpec program = read_program(*root, "program", reader);
   if (diagnostics.has_errors()) return std::nullopt;
   return program;
@@ -600,7 +441,7 @@ std::optional<ExperimentRequest> read_yaml_experiment(const std::string& text,
       text, file, "experiment.schema.json",
       "an experiment file must be a mapping (key: value) with at least 'model'", diagnostics);
   if (!root) return std::nullopt;
-  Reader reader(file, diagnostics);
+  YamlNodeReader reader(file, diagnostics);
   ExperimentRequest experiment = read_experiment(*root, "", reader, diagnostics);
   if (diagnostics.has_errors()) return std::nullopt;
   return experiment;
