@@ -14,6 +14,7 @@ import scalebench_analysis as sa  # noqa: E402
 from scalebench_analysis.output import figures, plots  # noqa: E402
 
 import make_results  # noqa: E402
+import results_edits  # noqa: E402
 
 
 def main() -> None:
@@ -23,7 +24,7 @@ def main() -> None:
         results = make_results.write_results(Path(tmp) / "results.h5")
         loaded = sa.load(results)
         victim = loaded.cells[loaded.cells.label == "main/mlp-train/train/b32/w2/fp32"].cell_id
-        base = make_results.copy_with_slowdown(results, Path(tmp) / "base.h5", victim.iloc[0], 0.9)
+        base = results_edits.copy_with_slowdown(results, Path(tmp) / "base.h5", victim.iloc[0], 0.9)
         analysis = sa.analyze(loaded, sa.AnalysisOptions(baseline_file=base))
         for key, _, function in plots.PLOTS:
             fig = function(analysis)

@@ -7,7 +7,7 @@ import pytest
 
 import scalebench_analysis as sa
 
-import make_results
+import results_edits
 from conftest import run_cli
 
 
@@ -42,7 +42,9 @@ def test_slowdown_of_a_single_run_is_inconclusive(results_file, raw, tmp_path):
     the machine's state, so they cannot tell the code from the machine (issue 40). The row
     gives the ratio of the medians, no verdict, the reason and the remedy; the gate passes."""
     victim = _victim(raw)
-    slow = make_results.copy_with_slowdown(results_file, tmp_path / "slow.h5", victim.cell_id, 1.10)
+    slow = results_edits.copy_with_slowdown(
+        results_file, tmp_path / "slow.h5", victim.cell_id, 1.10
+    )
     out = tmp_path / "slow.json"
     done = run_cli(
         "compare",

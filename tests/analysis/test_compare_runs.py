@@ -14,6 +14,7 @@ import pytest
 import scalebench_analysis as sa
 
 import make_results
+import results_edits
 from conftest import run_cli
 
 DELAY_S = 0.0005  # +0.5 ms of the inference series' ~4 ms forward (about +9 % of the batch)
@@ -25,10 +26,10 @@ def files(tmp_path_factory):
     the forward phase of every repetition of the repeated inference cell, nothing else."""
     work = tmp_path_factory.mktemp("runs")
     base = make_results.write_results(work / "base.h5", repetitions=True)
-    series_id = make_results.repeated_series_ids()[1]
+    series_id = results_edits.repeated_series_ids()[1]
     loaded = sa.load(base)
     (cells,) = [r.cells for r in loaded.series.itertuples() if r.series_id == series_id]
-    new = make_results.copy_with_phase_delay(base, work / "new.h5", cells, "forward", DELAY_S)
+    new = results_edits.copy_with_phase_delay(base, work / "new.h5", cells, "forward", DELAY_S)
     return base, new, series_id, cells
 
 
@@ -77,7 +78,7 @@ def test_single_runs_are_inconclusive_never_an_improvement(files, tmp_path):
     loaded = sa.load(base)
     single = loaded.cells[(loaded.cells.status == "ok") & (loaded.cells.repetitions == 1)]
     victim = single.cell_id.iloc[0]
-    fast = make_results.copy_with_slowdown(base, tmp_path / "fast.h5", victim, 0.8)
+    fast = results_edits.copy_with_slowdown(base, tmp_path / "fast.h5", victim, 0.8)
     out = tmp_path / "gate.json"
     run_cli("compare", base, fast, "--format", "json", "-o", str(out), check_rc=0)
     (row,) = [r for r in _rows(out)["regressions"] if r["new_cell_id"] == victim]
@@ -119,7 +120,7 @@ def test_a_program_cells_own_phase_names(files, tmp_path):
     for path in (base, new):
         copy = tmp_path / ("renamed-" + path.rsplit("/", 1)[-1])
         copy.write_bytes(open(path, "rb").read())
-        make_results.rename_phases(copy, cells, names)
+        results_edits.rename_phases(copy, cells, names)
         renamed.append(str(copy))
     table, phases = sa.compare_tables(sa.load(renamed[0]), sa.load(renamed[1]), sa.GateOptions())
     (row,) = table[table.new_cell_id == series_id].to_dict("records")

@@ -22,6 +22,7 @@ from scalebench_analysis.history.statistics import (
 from scalebench_analysis.read.loader import load
 
 import make_results
+import results_edits
 from conftest import run_cli
 
 SEEDS = (101, 102, 103, 104, 105)
@@ -65,7 +66,7 @@ def runs(tmp_path_factory):
         plain = make_results.write_results(root / f"plain{day}.h5", seed=seed, repetitions=True)
         path = root / f"run{day}.h5"
         if day >= STEP_AT:
-            make_results.copy_with_slowdown(plain, path, _run_ids(plain, TARGET), 1.25)
+            results_edits.copy_with_slowdown(plain, path, _run_ids(plain, TARGET), 1.25)
         else:
             shutil.copyfile(plain, path)
         _stamp(
@@ -297,7 +298,7 @@ def test_no_usable_file_is_an_error(tmp_path):
 
 def test_repetitions_collapse_into_one_point(tmp_path):
     base = make_results.write_results(tmp_path / "base.h5", seed=7)
-    series_ids = make_results.add_repetitions(base)
+    series_ids = results_edits.add_repetitions(base)
     paths = []
     for day in range(3):
         path = tmp_path / f"rep{day}.h5"

@@ -5,7 +5,7 @@ table and `series_id`, the Repetitions table of analyze (text, Markdown, JSON), 
 judging a repeated cell as one row over its runs, and the report's Repetitions section.
 
 The synthetic file has a training series of 5 repetitions that disagree and an inference
-series of 3 that agree (make_results.add_repetitions); a real file (SCALEBENCH_RESULTS_FILE)
+series of 3 that agree (results_edits.add_repetitions); a real file (SCALEBENCH_RESULTS_FILE)
 without repeated cells skips what needs them. test_series.py holds more of the same on a
 real run of docs/examples/repetitions.yaml (SCALEBENCH_REPETITIONS_FILE)."""
 
@@ -27,6 +27,8 @@ from scalebench_analysis.read import series
 
 import make_results
 import rawdata
+import reference_figures
+import results_edits
 from conftest import run_cli
 
 REL = 1e-12
@@ -102,7 +104,7 @@ def test_splitmix64_stream_is_the_reference_sequence():
     ]
     seed, state, stepped = rawdata.fnv1a64("abc"), rawdata.fnv1a64("abc"), []
     for _ in range(1000):
-        state, value = make_results.splitmix64(state)
+        state, value = reference_figures.splitmix64(state)
         stepped.append(value)
     assert list(rawdata.splitmix64_stream(seed, 1000)) == stepped
     assert rawdata.fnv1a64("abc") == make_results.fnv1a64("abc")
@@ -349,7 +351,7 @@ def _changed(src, dst, factors: dict, failed=()) -> str:
             group.attrs["reason"] = make_results._fixed_string("forward: planted failure")
             for name in [n for n in group if n != "accuracy"]:
                 del group[name]
-    make_results.rewrite_series(dst)
+    results_edits.rewrite_series(dst)
     return str(dst)
 
 
@@ -420,7 +422,7 @@ def test_a_repetition_that_broke_fails_the_gate(results_file, repeated, tmp_path
     broken = _changed(results_file, tmp_path / "broken.h5", {}, failed=[ids[1]])
     with h5py.File(broken, "r+") as f:  # keeps its datasets and summary
         f["cells"][ids[2]].attrs["status"] = make_results._fixed_string("oom")
-    make_results.rewrite_series(broken)
+    results_edits.rewrite_series(broken)
     done, rows = _compare(results_file, broken, rc=1)
     assert "1 broke" in done.stderr
     row = _series_row(rows, series_id)

@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-import make_results
+import results_edits
 from conftest import run_cli
 
 
@@ -69,7 +69,7 @@ def test_markdown(results_file, raw, tmp_path):
 def html_report(results_file, raw, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     victim = max(raw.ok_cells(), key=lambda c: c.samples().size)
-    base = make_results.copy_with_slowdown(results_file, tmp / "base.h5", victim.cell_id, 1.10)
+    base = results_edits.copy_with_slowdown(results_file, tmp / "base.h5", victim.cell_id, 1.10)
     path = tmp / "report.html"
     run_cli("report", results_file, "-o", str(path), "--baseline-file", base, check_rc=0)
     return path

@@ -21,6 +21,8 @@ from scalebench_analysis.read import series
 
 import make_results
 import rawdata
+import reference_figures
+import results_edits
 from conftest import run_cli
 
 
@@ -30,7 +32,7 @@ def repeated_file(tmp_path_factory) -> str:
     if given:
         return given
     path = make_results.write_results(tmp_path_factory.mktemp("series") / "repeated.h5")
-    make_results.add_repetitions(path)
+    results_edits.add_repetitions(path)
     return path
 
 
@@ -103,7 +105,7 @@ def test_the_reference_bootstrap_against_an_exact_enumeration():
 def test_the_two_reference_implementations_agree():
     """make_results' draw-by-draw splitmix64 and rawdata's vectorised stream."""
     values = [0.011, 0.012, 0.0105, 0.013, 0.0118]
-    assert make_results.series_interval(values, seed=123, resamples=500) == pytest.approx(
+    assert reference_figures.series_interval(values, seed=123, resamples=500) == pytest.approx(
         rawdata.bootstrap_median_interval(values, seed=123, resamples=500), rel=1e-15
     )
 
@@ -126,7 +128,7 @@ def test_loader_and_the_repetitions_table(repeated_file):
 
 def _scaled_copy(src, dst, factors: dict) -> str:
     """`src` with every timing and summary time of the cells in `factors` scaled, and the
-    /series groups recomputed as the C++ would (make_results.series_interval)."""
+    /series groups recomputed as the C++ would (reference_figures.series_interval)."""
     shutil.copyfile(src, dst)
     with h5py.File(dst, "r+") as f:
         for cell_id, factor in factors.items():
@@ -138,8 +140,8 @@ def _scaled_copy(src, dst, factors: dict) -> str:
             medians = [float(f["cells"][c]["summary"].attrs["median_s"]) for c in ids]
             rates = [float(f["cells"][c]["summary"].attrs["throughput_samples_per_s"]) for c in ids]
             seed = make_results.fnv1a64(series_id)
-            low, high = make_results.series_interval(medians, seed)
-            t_low, t_high = make_results.series_interval(rates, seed)
+            low, high = reference_figures.series_interval(medians, seed)
+            t_low, t_high = reference_figures.series_interval(rates, seed)
             group.attrs["median_s"] = float(np.median(medians))
             group.attrs["median_s_ci_low"], group.attrs["median_s_ci_high"] = low, high
             group.attrs["throughput_samples_per_s"] = float(np.median(rates))
@@ -151,7 +153,7 @@ def _scaled_copy(src, dst, factors: dict) -> str:
 @pytest.fixture(scope="module")
 def synthetic_repeated(tmp_path_factory):
     path = make_results.write_results(tmp_path_factory.mktemp("cmp") / "base.h5")
-    make_results.add_repetitions(path)
+    results_edits.add_repetitions(path)
     return path
 
 

@@ -12,6 +12,8 @@ import pytest
 import scalebench_analysis as sa
 
 import make_results
+import reference_figures
+import results_edits
 from conftest import run_cli
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "results" / "layout_v1.txt"
@@ -52,7 +54,7 @@ def _listing(path, renames: dict) -> set:
 def test_synthetic_file_follows_the_cpp_layout_golden(tmp_path):
     """make_results.py writes what the C++ store writes: same objects, names and types."""
     path = make_results.write_results(tmp_path / "synthetic.h5")
-    make_results.add_repetitions(path)
+    results_edits.add_repetitions(path)
     raw_cells = {c.cell_id: c for c in sa.load(path).cells.itertuples()}
     ok = next(
         c
@@ -107,13 +109,13 @@ def test_summary_matches_the_raw_timings(raw):
         assert s["valid"] == (enough and quiet and in_sync and trusted)
         # Layout 1.8: the median's interval, the same order statistics as the reference.
         if "median_ci_low_s" in s:
-            low, high = make_results.median_interval(samples)
+            low, high = reference_figures.median_interval(samples)
             assert s["median_ci_low_s"] == pytest.approx(low, rel=1e-12, nan_ok=True)
             assert s["median_ci_high_s"] == pytest.approx(high, rel=1e-12, nan_ok=True)
 
 
 def test_thresholds_are_those_of_the_cpp_header(raw):
-    want = make_results.cpp_thresholds()
+    want = reference_figures.cpp_thresholds()
     for cell in raw.ok_cells():
         for name in THRESHOLDS:
             assert cell.summary[name] == want[name]
