@@ -41,6 +41,8 @@ repo="$(cd "$here/../.." && pwd)"
 self="$here/$(basename "${BASH_SOURCE[0]}")"
 # shellcheck source=tests/gpu/prefix.sh
 source "$here/prefix.sh"
+# shellcheck source=tests/gpu/summary.sh
+source "$here/summary.sh"
 
 steps=(unpack mpi configure build detect gpu-tests selftest probe sweep ddp-bench)
 declare -A limit_s=([unpack]=300 [mpi]=120 [configure]=300 [build]=600 [detect]=120
@@ -531,57 +533,6 @@ failed_in_this_run() {
     [[ $result == failed || $result == "timed out" ]] && return 0
   done
   return 1
-}
-
-# ---- the summary --------------------------------------------------------------------------
-write_summary() {
-  local file="$out/summary.md" name result seconds when resume="" not_run="" figures again
-  again="--bundle $bundle --out $out"
-  [[ $python == python3 ]] || again+=" --python $python"
-  {
-    echo "# scalebench GPU verification"
-    echo
-    local dirty=""
-    [[ -n $(git -C "$repo" status --porcelain --untracked-files=no 2>/dev/null) ]] && dirty=" (dirty)"
-    echo "$(uname -n), $(date -u +%Y-%m-%dT%H:%M:%SZ); commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')$dirty"
-    echo "bundle $bundle ($(sha256sum "$bundle" 2>/dev/null | cut -c1-12 || echo missing)); python $python"
-    echo
-    echo "| step | result | time | key figures |"
-    echo "|---|---|---|---|"
-    for name in "${steps[@]}"; do
-      if [[ ! -f $state/$name.status ]]; then
-        echo "| $name | not run | | |"
-        [[ -n $not_run ]] || not_run="$name"
-        continue
-      fi
-      IFS=$'\t' read -r result seconds when <"$state/$name.status"
-      [[ $state/$name.status -nt $state/run-started ]] || result="$result (earlier run, $when)"
-      figures="$(awk 'NR > 1 { printf "; " } { gsub(/\|/, "\\|"); printf "%s", $0 }' "$state/$name.figures" 2>/dev/null || true)"
-      [[ $result == "not run"* ]] && seconds="" || seconds="$seconds s"
-      echo "| $name | $result | $seconds | $figures |"
-      if [[ -z $resume && $result != passed* && $result != skipped* && $result != *"no GPU"* ]]; then
-        resume="$name"
-      fi
-    done
-    echo
-    if [[ -n $resume ]]; then
-      echo "Resume with: \`tests/gpu/verify.sh --from $resume $again\`"
-    elif [[ -n $not_run ]]; then
-      echo "Every step run passed; continue with: \`tests/gpu/verify.sh --from $not_run $again\`"
-    else
-      echo "Every step passed."
-    fi
-    echo
-    echo "Logs: $out/logs/"
-    for name in "${steps[@]}"; do
-      [[ -s $state/$name.details ]] || continue
-      echo
-      echo "### $name"
-      echo
-      cat "$state/$name.details"
-    done
-  } >"$file"
-  echo "summary: $file"
 }
 
 main() {
