@@ -397,7 +397,7 @@ def outputs(values) -> None:
 def outputs_at_exit(values) -> None:
     """Hands `values` (as ``outputs``) when the program exits, unless it handed outputs of its
     own by then: what an adapter takes for the accuracy check without the program's help
-    (scalebench_client.lightning, Note [Lightning outputs]) never replaces the program's."""
+    (scalebench_client.lightning_outputs, Note [Lightning outputs]) never replaces the program's."""
     global _outputs_at_exit
     _outputs_at_exit = values
 
