@@ -28,6 +28,21 @@ double number(const nlohmann::json& record, const char* key, const std::string& 
   return it->get<double>();
 }
 
+/// A metric's value: a number, or one of the texts "nan", "inf", "-inf", which stand for the
+/// figures JSON cannot write (a diverged loss is a figure worth keeping, not a broken record;
+/// scalebench_client.metric writes them so).
+double metric_value(const nlohmann::json& record, const std::string& line) {
+  const auto it = record.find("value");
+  if (it != record.end() && it->is_string()) {
+    const auto& text = it->get_ref<const std::string&>();
+    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (text == "inf") return std::numeric_limits<double>::infinity();
+    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+    refuse(line, "'value' is neither a number nor one of \"nan\", \"inf\", \"-inf\"");
+  }
+  return number(record, "value", line);
+}
+
 /// The optional field `key` of `record` (a string, a bool or an int), `fallback` when absent;
 /// refused when of another type (nlohmann's value() would throw its own error instead).
 template <class T>
@@ -276,7 +291,7 @@ void apply_record(ProgramReport& report, const std::string& line, const RecordBo
     if (!report.metrics.count(checked) && report.metrics.size() >= kMaxMetricNames) {
       refuse(line, "more than " + std::to_string(kMaxMetricNames) + " distinct metric names");
     }
-    report.metrics[checked] = number(record, "value", line);
+    report.metrics[checked] = metric_value(record, line);
   } else if (type == "memory") {
     report.peak_memory_bytes =
         std::max(report.peak_memory_bytes, number(record, "peak_bytes", line));

@@ -27,6 +27,7 @@ calls ``torch.cuda.synchronize()`` first) and say so: docs/programs.md explains 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -330,11 +331,25 @@ def _synchronize() -> None:
 
 
 def metric(name: str, value: float) -> None:
-    """A named figure of the run (``loss``, ``accuracy``, ...); the last value is kept."""
+    """A named figure of the run (``loss``, ``accuracy``, ...); the last value is kept. A NaN
+    or infinite value (a diverged loss) is kept too: JSON has no such numbers, so it travels
+    as the text ``"nan"``, ``"inf"`` or ``"-inf"`` (docs/programs.md#the-report-channel)."""
     channel = _get()
+    number = float(value)
     channel.write(
-        {"type": "metric", "name": name, "value": float(value), "step": channel.steps}
+        {
+            "type": "metric",
+            "name": name,
+            "value": number if math.isfinite(number) else _non_finite_text(number),
+            "step": channel.steps,
+        }
     )
+
+
+def _non_finite_text(number: float) -> str:
+    if math.isnan(number):
+        return "nan"
+    return "inf" if number > 0 else "-inf"
 
 
 def wants_outputs() -> bool:

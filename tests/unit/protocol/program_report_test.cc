@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "common/base/escaped_text.h"
@@ -306,6 +307,23 @@ TEST(ProgramReport, ImpossibleOrUnboundedSegmentsAreRefused) {
   EXPECT_THROW(apply_record(report, segment_line("new", "150000000000", "150000000001"), bounds()),
                ProgramRecordError);
   EXPECT_EQ(report.segments.size(), kMaxSegmentNames);
+}
+
+// A NaN or infinite metric (a diverged loss) is a figure, written as a text JSON can hold
+// (scalebench_client.metric); any other text is refused.
+TEST(ProgramReport, NonFiniteMetricsTravelAsTextAndAreKept) {
+  ProgramReport report;
+  apply_record(report, R"({"v":1,"type":"metric","name":"loss","value":"nan"})", RecordBounds{});
+  apply_record(report, R"({"v":1,"type":"metric","name":"up","value":"inf"})", RecordBounds{});
+  apply_record(report, R"({"v":1,"type":"metric","name":"down","value":"-inf"})", RecordBounds{});
+  EXPECT_TRUE(std::isnan(report.metrics.at("loss")));
+  EXPECT_EQ(report.metrics.at("up"), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(report.metrics.at("down"), -std::numeric_limits<double>::infinity());
+  EXPECT_NE(refusal(R"({"v":1,"type":"metric","name":"x","value":"NaN!"})")
+                .find("neither a number nor one of"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"v":1,"type":"metric","name":"x","value":true})").find("no number 'value'"),
+            std::string::npos);
 }
 
 }  // namespace
