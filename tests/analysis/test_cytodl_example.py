@@ -80,13 +80,17 @@ def test_training_rows_report_every_phase_on_every_rank_of_both_branches(cytodl_
 def test_the_branchs_change_lands_in_the_forward_phase(cytodl_train_file):
     """The sleep is inside `_train_forward`, which Lightning's training_step runs: every
     measured forward of slow-forward holds it (a lower bound the load cannot lower), and the
-    forward's median grows by about it where the other model phases do not."""
+    forward's fastest step grows by about it where the other model phases' do not. The
+    fastest step, not the median: the two cells run one after the other, and a load that
+    comes and goes between them moved main's forward median by 0.27 s (issue 43; a rerun
+    beside a finishing test suite), five times the sleep, while a step's fastest time is
+    what no load can lower and a switching load leaves some steps of each cell untouched."""
     cells = _by_branch_and_world(read_program_cells(cytodl_train_file))
     for world in (1, 2):
         main, slow = cells[("main", world)], cells[("slow-forward", world)]
         assert np.all(measured(slow, "forward") >= SLOW_FORWARD_S), measured(slow, "forward")
         delta = {
-            phase: float(np.median(measured(slow, phase)) - np.median(measured(main, phase)))
+            phase: float(np.min(measured(slow, phase)) - np.min(measured(main, phase)))
             for phase in ("forward", "backward", "optimizer", "zero_grad", "h2d", "hooks")
         }
         assert delta["forward"] >= 0.5 * SLOW_FORWARD_S, (world, delta)

@@ -144,19 +144,34 @@ def test_analyze_ops_shows_each_phases_operators(profiled_run):
         assert "aten::addmm" not in by_phase.get("backward", set())
 
 
-def test_compare_ops_ranks_the_added_matmul_first(profiled_run):
+def test_compare_ops_finds_the_added_matmul_above_every_other_code_change(profiled_run):
     done = run_cli(
         "compare", str(profiled_run), "--branches", "main", "extra", "--ops", "--format", "json"
     )
     assert done.returncode in (0, 1), done.stderr
     (pair,) = json.loads(done.stdout)
-    first = pair["ops"][0]
-    # What the profile controls: the operator the branch added, all of its profiled self time
-    # new, is the largest change. How much of the measured step change it explains depends on
-    # the machine being quiet while both cells ran (issue 43, as in test_ops.py): a figure of
-    # docs/profiles.md, not an assertion; its share is consistent with that change.
-    assert (first["change"], first["phase"], first["name"]) == ("added", "forward", "aten::mm")
+    ops = pair["ops"]
+    # What the profile controls: the branch's one change, the added matmul, is found as added
+    # (no call in the base, all of its self time new) in forward, and the rows are in the
+    # order of their change's size. On a quiet machine it is the first row (docs/profiles.md);
+    # under load a preemption inside a profiled step of one branch can grow an operator both
+    # branches run by more (issue 43: the rehearsal of 2026-11-28 under tests/under_load.sh
+    # ranked aten::addmm's "time" change first). So its rank is checked as what the code can
+    # guarantee: only such "time" changes of operators both branches call may rank above it,
+    # and the matmul's own gradient (aten::mm in backward, more calls than the base model's),
+    # never another added, removed or recounted operator.
+    sizes = [abs(row["delta_self_ms"]) for row in ops]
+    assert sizes == sorted(sizes, reverse=True), sizes
+    (index,) = [
+        i for i, row in enumerate(ops) if (row["name"], row["phase"]) == ("aten::mm", "forward")
+    ]
+    first = ops[index]
+    assert first["change"] == "added", first
     assert first["delta_self_ms"] > 0 and first["base_calls"] == 0 < first["new_calls"]
+    assert all(row["change"] == "time" or row["name"] == "aten::mm" for row in ops[:index]), ops
+    # How much of the measured step change it explains depends on the machine being quiet
+    # while both cells ran (as in test_ops.py): a figure, not an assertion; its share is
+    # consistent with that change.
     assert first["share_of_step_change"] == pytest.approx(
         first["delta_self_ms"] / pair["step_delta_ms"]
     )
