@@ -35,7 +35,7 @@ double metric_value(const nlohmann::json& record, const std::string& line) {
   const auto it = record.find("value");
   if (it != record.end() && it->is_string()) {
     const auto& text = it->get_ref<const std::string&>();
-    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (text == "nan") return kNaN;
     if (text == "inf") return std::numeric_limits<double>::infinity();
     if (text == "-inf") return -std::numeric_limits<double>::infinity();
     refuse(line, "'value' is neither a number nor one of \"nan\", \"inf\", \"-inf\"");

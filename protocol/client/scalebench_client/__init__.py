@@ -333,7 +333,7 @@ def _synchronize() -> None:
 def metric(name: str, value: float) -> None:
     """A named figure of the run (``loss``, ``accuracy``, ...); the last value is kept. A NaN
     or infinite value (a diverged loss) is kept too: JSON has no such numbers, so it travels
-    as the text ``"nan"``, ``"inf"`` or ``"-inf"`` (docs/programs.md#the-report-channel)."""
+    as the text ``"nan"``, ``"inf"`` or ``"-inf"`` (docs/programs.md#the-records)."""
     channel = _get()
     number = float(value)
     channel.write(
