@@ -12,13 +12,20 @@ import pandas as pd
 
 from .accuracy_columns import accuracy_columns
 from .decoding import attributes, json_text
-from .keys import NAMED_FIELDS, UNSTORED_DEFAULTS, config_key, flatten_spec
+from .keys import (
+    IDENTITY_COLUMNS,
+    NAMED_FIELDS,
+    SORT_COLUMNS,
+    UNSTORED_DEFAULTS,
+    config_key,
+    flatten_spec,
+)
 
 STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted")
 
 #: The validity thresholds of summaries that do not store them. Since layout 1.1 every
 #: `summary` holds the thresholds its `valid_*` flags were judged by (scalebench defines
-#: them once, in common/results/cell_summary.h); a layout 1.0 writer judged by these fixed values
+#: them once, in results/cell_summary.h); a layout 1.0 writer judged by these fixed values
 #: (schemas/results-layout.md of 1.0), so a 1.0 summary is read as if it stored them. This
 #: is a record of what 1.0 files mean, not a second definition: nothing re-judges a flag.
 LAYOUT_1_0_THRESHOLDS = {
@@ -158,19 +165,7 @@ def cells_frame(rows: list[dict]) -> pd.DataFrame:
     cells = pd.DataFrame(rows)
     if cells.empty:
         return pd.DataFrame(
-            columns=[
-                "cell_id",
-                "branch",
-                "experiment",
-                "mode",
-                "precision",
-                "batch_size",
-                "world_size",
-                "status",
-                "spec",
-                "repetition",
-                "repetitions",
-            ]
+            columns=["cell_id", *IDENTITY_COLUMNS, "status", "spec", "repetition", "repetitions"]
         )
     for name in (
         "batch_size",
@@ -202,16 +197,4 @@ def cells_frame(rows: list[dict]) -> pd.DataFrame:
         + (f" rep {r.repetition + 1}/{r.repetitions}" if r.repetitions > 1 else "")
         for r in cells.itertuples()
     ]
-    return cells.sort_values(
-        [
-            "branch",
-            "experiment",
-            "mode",
-            "precision",
-            "setting",
-            "world_size",
-            "batch_size",
-            "repetition",
-        ],
-        kind="stable",
-    ).reset_index(drop=True)
+    return cells.sort_values([*SORT_COLUMNS, "repetition"], kind="stable").reset_index(drop=True)

@@ -11,8 +11,13 @@ import json
 #: tables/batch.py, output/plots.py, the summary's scaling line). One definition: the
 #: analysis modules group and show cells by these.
 GROUP_COLUMNS = ("branch", "experiment", "mode", "precision", "setting")
-#: Every identity column of the cells table, the parts of a cell's label in its order.
+#: Every identity column of the cells table, the parts of a cell's label in its order. The
+#: one spelling of them: tables that show, hide, keep or order by a cell's identity (the
+#: cells, scaling and repetitions tables, output/render.py, output/fit.py) use this tuple.
 IDENTITY_COLUMNS = (*GROUP_COLUMNS, "batch_size", "world_size")
+#: The order of the cells table's rows: a curve's cells together, by world size, then batch
+#: size (read/cells.py adds the repetition last).
+SORT_COLUMNS = (*GROUP_COLUMNS, "world_size", "batch_size")
 
 #: Spec fields that place a cell on a scaling / batch curve of its configuration. `samples`
 #: (inference dataset size) is among them: throughput is per sample, so cells that differ

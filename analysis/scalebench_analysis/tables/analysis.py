@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..read.keys import IDENTITY_COLUMNS
 from ..read.loader import Results, load
 from . import (
     ablation,
@@ -153,13 +154,7 @@ def cells_table(
     columns = [
         "label",
         "cell_id",
-        "branch",
-        "experiment",
-        "mode",
-        "precision",
-        "setting",
-        "batch_size",
-        "world_size",
+        *IDENTITY_COLUMNS,
         "status",
         "throughput_samples_per_s",
         "median_ms",

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..read.series import LABEL_COLUMNS, attach_labels
+from ..read.keys import IDENTITY_COLUMNS
+from ..read.series import attach_labels
 
 # --- the Repetitions table of analyze / report -----------------------------------------
 
@@ -38,13 +39,7 @@ TABLE_COLUMNS = [
     "spread_pct",
     "disagree",
     "repetition_median_ms",
-    "branch",
-    "experiment",
-    "mode",
-    "precision",
-    "setting",
-    "batch_size",
-    "world_size",
+    *IDENTITY_COLUMNS,
 ]
 
 
@@ -74,7 +69,7 @@ def repetitions_table(series: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame
             "spread_pct": series.spread_rel * 100,
             "disagree": ["DISAGREE" if d else "" for d in series.disagree],
             "repetition_median_ms": [[m * 1e3 for m in ms] for ms in series.repetition_median_s],
-            **{name: series[name] for name in LABEL_COLUMNS[1:]},
+            **{name: series[name] for name in IDENTITY_COLUMNS},
         },
         columns=TABLE_COLUMNS,
     )

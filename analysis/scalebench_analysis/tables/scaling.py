@@ -49,7 +49,7 @@ def scaling_table(results: Results, trust: pd.DataFrame) -> pd.DataFrame:
     `trusted` is True when the cell and both references are trusted."""
     cells = results.cells[results.cells.status == "ok"].copy()
     if cells.empty:
-        return pd.DataFrame(columns=GROUP_COLUMNS + ["batch_size", "world_size"])
+        return pd.DataFrame(columns=list(keys.IDENTITY_COLUMNS))
     trusted = dict(zip(trust.cell_id, trust.trusted))
     rows = []
     for _, group in cells.groupby("config", sort=False):
@@ -83,11 +83,7 @@ def scaling_table(results: Results, trust: pd.DataFrame) -> pd.DataFrame:
             )
             rows.append(row)
     order = [
-        "branch",
-        "experiment",
-        "mode",
-        "precision",
-        "setting",
+        *GROUP_COLUMNS,
         "cell_id",
         "batch_size",
         "world_size",
