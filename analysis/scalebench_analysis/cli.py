@@ -53,7 +53,8 @@ def _add_quality(parser: argparse.ArgumentParser) -> None:
         default=quality.QualityOptions.max_cv,
         help="cells noisier than this coefficient of variation are untrusted "
         "(default: the file's verdict valid_cv, judged by its "
-        "max_valid_cv, 10%% as scalebench writes it)",
+        "max_valid_cv, 10%% as scalebench writes it); compare weighs such runs against "
+        "the change instead of refusing them (docs/measurement.md#judging-a-difference)",
     )
     group.add_argument(
         "--max-drift",

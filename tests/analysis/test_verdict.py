@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scalebench_analysis.tables import verdict
+from scalebench_analysis.tables import remedies, verdict
 
 ALPHA = 0.05
 THRESHOLD = 0.05
@@ -143,16 +143,38 @@ def test_equal_runs_give_p_one_and_a_point_interval():
 
 
 def test_an_untrusted_side_is_inconclusive_with_reason_and_remedy():
-    reasons = {"base": ["", ""], "new": ["cv 31.0% > 10%", "warm-up drift +14.0% (|drift| > 10%)"]}
+    """A reason that is not noise (too few samples) makes the pair inconclusive whatever the
+    test says; the remedy fits the cell's kind (remedies.py)."""
+    reasons = {"base": ["", ""], "new": ["only 3 samples (< 5)", "only 3 samples (< 5)"]}
     untrusted = verdict.untrusted_text(reasons)
     row = verdict.judge([0.1, 0.1001, 0.0999], [0.2, 0.2001, 0.1999], ALPHA, untrusted)
     assert row["p_value"] < 1e-6  # the test alone would call it a regression
     assert verdict.decide(row, THRESHOLD, ALPHA) == verdict.INCONCLUSIVE
-    assert row["reason"] == (
-        "new untrusted (2 of 2 runs): cv 31.0% > 10%; warm-up drift +14.0% (|drift| > 10%)"
+    assert row["reason"] == "new untrusted (2 of 2 runs): only 3 samples (< 5)"
+    assert "`iterations: auto`" in row["remedy"]
+    program = remedies.Settings(program=True, iterations=50)
+    assert verdict.untrusted_text(reasons, program)[1] == (
+        "longer runs (`iterations: 200`; a program cell takes numbers)"
     )
-    assert "iterations" in row["remedy"] and "warmup" in row["remedy"]
     assert verdict.untrusted_text({"base": [""], "new": [""]}) == ("", "")
+
+
+def test_noisy_runs_are_weighed_against_the_change():
+    """Note [Noise weighed against the change]: a noisy run's spread is the interval of its
+    judged figure; a change whose interval clears it is decided, one that does not is
+    inconclusive with the noise's reason and a warm-up remedy for a drift."""
+    reasons = {"base": ["", ""], "new": ["cv 31.0% > 10%", "warm-up drift +14.0% (|drift| > 10%)"]}
+    text = verdict.untrusted_text(reasons)[0]
+    base, new = [0.1, 0.1001, 0.0999], [0.2, 0.2001, 0.1999]
+    cleared = verdict.judge(base, new, ALPHA, noise=verdict.Noise(text, "", 0.05))
+    assert verdict.decide(cleared, THRESHOLD, ALPHA) == verdict.REGRESSION
+    assert "weighed: the change clears their p20's +-5.0%" in cleared["reason"]
+    blurred = verdict.judge(base, new, ALPHA, noise=verdict.Noise(text, "", 1.5))
+    assert verdict.decide(blurred, THRESHOLD, ALPHA) == verdict.INCONCLUSIVE
+    assert "does not clear those runs' own p20 interval +-150.0%" in blurred["reason"]
+    assert "`warmup: auto`" in blurred["remedy"]
+    unknown = verdict.judge(base, new, ALPHA, noise=verdict.Noise(text, "", math.nan))
+    assert unknown["verdict"] == verdict.INCONCLUSIVE
 
 
 def test_holm_adjusts_like_the_definition():

@@ -5,18 +5,24 @@ Definitions (docs/analysis-guide.md#comparisons):
 * compared cell: a cell, or a repeated cell with its repetitions as its runs (runs.Unit):
   one row each, never one per repetition.
 * speedup = throughput(cell) / throughput(baseline cell) (medians over the runs);
-  time_ratio: verdict.judge's ratio of the run medians' geometric means. Baseline cell
-  within a file (`--baseline FIELD=VALUE`, `--baseline-branch B` = `--baseline branch=B`):
-  the cell whose spec equals the cell's except FIELD = VALUE (and, for the branch, any
-  commit). Across files (`--baseline-file`): runs.match_units (same series / cell id, else
-  the one cell with the same spec apart from the commit, so a new commit of a branch still
-  meets its baseline).
+  time_ratio: verdict.judge's ratio of the geometric means of the runs' judged figures.
+  Baseline cell within a file (`--baseline FIELD=VALUE`, `--baseline-branch B` =
+  `--baseline branch=B`): the cell whose spec equals the cell's except FIELD = VALUE
+  (and, for the branch, any commit). Across files (`--baseline-file`): runs.match_units
+  (same series / cell id, else the one cell with the same spec apart from the commit, so a
+  new commit of a branch still meets its baseline).
 * judgement of every pair (speedup tables and the regression gate alike): verdict.judge
-  over the runs (Note [Runs are the unit of evidence] in verdict.py): Welch's t test on
-  the log run medians with 2+ runs a side (p-value and interval of one method),
-  `inconclusive` with one run on a side or an untrusted side (the reason and the remedy
-  given); regression / improvement: significant and beyond the threshold. Each phase of
-  the pair gets the same test (runs.phase_changes): the changed ones are listed
+  over the runs (Note [Runs are the unit of evidence] in verdict.py): Welch's t test (or
+  the paired one, by round) on the logs of each run's judged figure, the 20th percentile
+  of its steps (Note [The judged statistic] in run_statistic.py; the medians stay the step
+  time shown), with 2+ runs a side (p-value and interval of one method), `inconclusive`
+  with one run on a side, an untrusted side, or noisy runs the change does not clear (Note
+  [Noise weighed against the change]), each with its reason and a remedy the cell's kind
+  accepts (remedies.py); regression / improvement: significant and beyond the threshold.
+  Every judged pair has its `resolution` (the smallest change its runs could show at
+  alpha) and an undecided one the `runs_needed` a side for the threshold (resolution.py).
+  Each phase of the pair gets the same test on its own judged figures
+  (pairs._phase_changes): the changed ones are listed
   (`forward +5.1 ms [4.8, 5.4]`) and the one carrying the verdict's change named
   (`carried_by`). A cell ok in base with a run failed / oom / timeout in new is a
   regression too ("broke").
@@ -147,6 +153,8 @@ SPEEDUP_COLUMNS = [
     "remedy",
     "trusted",
     "accuracy",
+    "resolution",
+    "runs_needed",
     "cell_id",
     "baseline_cell_id",
 ]
@@ -308,7 +316,9 @@ def _reference(unit):
 
 
 #: Columns of compare_tables' regressions. n_base / n_new: runs on each side; paired: run k
-#: of one side judged against run k of the other (runs.rounds_paired).
+#: of one side judged against run k of the other (runs.rounds_paired); median_*_s: the step
+#: time (median over the runs of each run's median), p20_*_s: the judged figures beside it;
+#: resolution and runs_needed: resolution.py.
 REGRESSION_COLUMNS = [
     "label",
     "verdict",
@@ -328,6 +338,10 @@ REGRESSION_COLUMNS = [
     "paired",
     "median_base_s",
     "median_new_s",
+    pairs.JUDGED_BASE,
+    pairs.JUDGED_NEW,
+    "resolution",
+    "runs_needed",
     "base_status",
     "new_status",
     "accuracy_change",
@@ -343,6 +357,8 @@ PHASE_COLUMNS = [
     "carries",
     "base_ms",
     "new_ms",
+    pairs.PHASE_JUDGED_BASE,
+    pairs.PHASE_JUDGED_NEW,
     "delta_ms",
     "ci_low_ms",
     "ci_high_ms",

@@ -26,7 +26,10 @@ Definitions (docs/analysis-guide.md#metrics):
   median: a noisy cell measured long enough is as trustworthy as a quiet one
   (docs/measurement.md).
   Untrusted cells stay in every table, flagged, and are left out of picks (best batch,
-  knee, SLO).
+  knee, SLO). A comparison (verdict.py) weighs a run untrusted for its noise alone (its cv,
+  its warm-up drift) against the change instead of refusing it (Note [Noise weighed
+  against the change]): a run judged by a low percentile of its steps (Note [The judged
+  statistic]) can pin that figure through a load that made its cv 30 %.
 * straggler: in a cell of 2+ ranks, a rank whose median busy time is more than
   `threshold` above the median of the other ranks' medians. Busy time: train: `step -
   comm_wait` (synchronous data parallel makes every rank's step equal: fast ranks wait in
