@@ -20,6 +20,7 @@ from .history import command as history_command
 from .output import live, ops_render, probe_render, timeline
 from .output.fit import console_width, wrap
 from .output.render import render
+from .projection import command as projection_command
 from .read.loader import load
 from .tables import compare, probe, program_checks, quality
 from .tables.analysis import Analysis, AnalysisOptions, analyze
@@ -208,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_parser(sub)
     live.add_parser(sub)
     history_command.add_parser(sub)
+    projection_command.add_parser(sub)
     return parser
 
 
@@ -432,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         "trace": timeline.run,
         "watch": live.run,
         "history": history_command.run,
+        "project": projection_command.run,
     }
     try:
         return handlers[args.command](args)

@@ -39,6 +39,7 @@ LAYERS = {
     "tables": 2,
     "output": 3,
     "history": 4,
+    "projection": 4,
     "cli": 5,
     "__main__": 5,
 }

@@ -1,0 +1,205 @@
+"""A projection as text: the console (answer first, then the tables, the check, the
+inputs and what is missing), CSV (one table) and JSON (everything)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..output.fit import fit_table, wrap
+from .model import EXPOSED, STRAGGLER
+from .project import Projection
+
+#: The tables of a projection, by the name `--table` takes.
+TABLES = ("train", "infer", "check")
+#: Step parts in console order (those a curve lacks are left out).
+PARTS = ("data", "h2d", "forward", "backward", "optimizer", STRAGGLER, EXPOSED)
+
+
+def _rows(projection: Projection, mode: str) -> pd.DataFrame:
+    rows = projection.rows
+    if rows.empty or "mode" not in rows:
+        return pd.DataFrame()
+    return rows[rows["mode"] == mode].dropna(axis=1, how="all").reset_index(drop=True)
+
+
+def tables(projection: Projection) -> dict:
+    return {
+        "train": _rows(projection, "train"),
+        "infer": _rows(projection, "infer"),
+        "check": projection.check.table,
+    }
+
+
+def _ms(value) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value * 1e3:.3f}"
+
+
+def _pct(value) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.0%}"
+
+
+def _signed(value) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:+.1%}"
+
+
+def _number(value) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.4g}"
+
+
+def _mib(value) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:g}"
+
+
+def _train_console(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    shown = pd.DataFrame(
+        {
+            "curve": frame.curve,
+            "batch": frame.batch_size,
+            "workers": frame.workers,
+            "nodes": frame.nodes,
+            "step_ms": frame.step_s.map(_ms),
+            "p95_ms": frame.step_p95_s.map(_ms),
+            "samples/s": frame.throughput_samples_per_s.map(_number),
+            "weak_eff": frame.weak_efficiency.map(_pct),
+            "strong_eff": frame.get("strong_efficiency", pd.Series(np.nan, frame.index)).map(_pct),
+            "bottleneck": frame.bottleneck,
+            "bucket_MiB": frame.bucket_mib.map(_mib),
+            "best_MiB": frame.best_bucket_mib.map(_mib),
+            "measured_ms": frame.measured.map(_ms),
+            "error": frame.error.map(_signed),
+        }
+    )
+    parts = {"curve": frame.curve, "batch": frame.batch_size, "workers": frame.workers}
+    for part in PARTS:
+        if f"{part}_s" in frame:
+            parts[part] = frame[f"{part}_s"].map(_ms)
+    return shown, pd.DataFrame(parts)
+
+
+def _infer_console(frame: pd.DataFrame) -> pd.DataFrame:
+    efficiency = "weak_efficiency" if "weak_efficiency" in frame else "strong_efficiency"
+    return pd.DataFrame(
+        {
+            "curve": frame.curve,
+            "batch": frame.batch_size,
+            "shards": frame.workers,
+            "latency_ms": frame.latency_s.map(_ms),
+            "p95_ms": frame.latency_p95_s.map(_ms),
+            "samples/s": frame.throughput_samples_per_s.map(_number),
+            "efficiency": frame.get(efficiency, pd.Series(np.nan, frame.index)).map(_pct),
+            "measured": frame.measured.map(_number),
+            "error": frame.error.map(_signed),
+        }
+    )
+
+
+def _check_console(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "curve": frame.curve,
+            "batch": frame.batch_size,
+            "workers": frame.workers,
+            "figure": frame.figure,
+            "predicted": frame.predicted.map(_number),
+            "measured": frame.measured.map(_number),
+            "error": frame.error.map(_signed),
+            "comm_pred_ms": frame.comm_exposed_predicted_s.map(_ms),
+            "comm_meas_ms": frame.comm_exposed_measured_s.map(_ms),
+        }
+    )
+
+
+def answer_lines(projection: Projection) -> list[str]:
+    """Per curve and batch, the largest worker count asked: the step or latency, the
+    efficiency, the bottleneck and the best bucket."""
+    lines = []
+    largest = max(projection.options.workers)
+    rows = projection.rows
+    if rows.empty:
+        return lines
+    for row in rows[rows.workers == largest].itertuples():
+        if row.mode == "train":
+            lines.append(
+                f"{row.curve} b{row.batch_size} at {largest} workers ({row.nodes} node(s)): "
+                f"step {_ms(row.step_s)} ms, {_number(row.throughput_samples_per_s)} samples/s, "
+                f"weak efficiency {_pct(row.weak_efficiency)}, bottleneck {row.bottleneck}, "
+                f"best bucket {_mib(row.best_bucket_mib)} MiB (now {_mib(row.bucket_mib)})"
+            )
+        else:
+            lines.append(
+                f"{row.curve} b{row.batch_size} on {largest} shards: "
+                f"{_number(row.throughput_samples_per_s)} samples/s, latency "
+                f"{_ms(row.latency_s)} ms (p95 {_ms(row.latency_p95_s)})"
+            )
+    return lines
+
+
+def _section(title: str, frame: pd.DataFrame, width: int) -> list[str]:
+    shown, notes = fit_table(title, frame.astype(str), width)
+    return [f"== {title} ==", shown.to_string(index=False), *notes, ""]
+
+
+def to_console(projection: Projection, width: int) -> str:
+    workers = ", ".join(map(str, projection.options.workers))
+    head = (
+        f"scalebench project {projection.path}: to {workers} workers, fit on measured worlds "
+        f"up to {projection.largest_fit_world} (the model: docs/projection.md)"
+    )
+    lines = [*wrap(head, width), ""]
+    lines += [piece for line in answer_lines(projection) for piece in wrap(line, width)]
+    lines.append("")
+    found = tables(projection)
+    if not found["train"].empty:
+        steps, parts = _train_console(found["train"])
+        lines += _section("training: projected step", steps, width)
+        lines += _section("training: step parts (ms)", parts, width)
+    if not found["infer"].empty:
+        lines += _section("inference: projected shards", _infer_console(found["infer"]), width)
+    if not found["check"].empty:
+        lines += _section("check against runs", _check_console(found["check"]), width)
+    lines += wrap(projection.check.summary(), width)
+    lines += ["", "== inputs =="]
+    lines += [piece for line in projection.inputs for piece in wrap(line, width)]
+    if projection.missing:
+        lines += ["", "== missing =="]
+        lines += [piece for line in projection.missing for piece in wrap(line, width)]
+    return "\n".join(lines) + "\n"
+
+
+def _plain(value):
+    if isinstance(value, (np.floating, float)):
+        return None if not math.isfinite(value) else float(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def to_json(projection: Projection) -> str:
+    document = {
+        "results": projection.path,
+        "workers": list(projection.options.workers),
+        "gpus_per_node": projection.options.gpus_per_node,
+        "largest_fit_world": projection.largest_fit_world,
+        "inputs": projection.inputs,
+        "missing": projection.missing,
+        "check_summary": projection.check.summary(),
+        **{
+            name: [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+            for name, frame in tables(projection).items()
+        },
+    }
+    return json.dumps(document, indent=2)
+
+
+def render(projection: Projection, fmt: str, table: str | None, width: int) -> str:
+    if fmt == "json":
+        return to_json(projection)
+    if fmt == "csv":
+        return tables(projection)[table or "train"].to_csv(index=False)
+    return to_console(projection, width)
