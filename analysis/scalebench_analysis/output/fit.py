@@ -8,18 +8,25 @@ printed tables up to 230 columns wide: issue 29). So `fit_table` makes each tabl
 
 1. a column whose text is the same in every row (two rows or more: `status ok`,
    `trusted yes`, `accuracy not checked`, a start-up figure no cell has) leaves the table
-   and is named once under it ("every row: status ok, trusted yes"): nothing is lost;
+   and is named once under it ("every row: status ok, trusted yes"): nothing is lost (the
+   `KEEP_LAST` columns stay: a comparison's verdict is read in its table, same or not);
 2. the table's columns of `DROP_ORDER` leave it, first listed first: the secondary figures
    (p99, peak memory, comm share, drift, ...), never the label nor the headline figures;
 3. the label column is shortened in its middle (``~`` marks the cut), to no fewer than
    `_MIN_LABEL` characters;
-4. the remaining non-label columns leave from the right;
-5. the label is shortened further, to what is left.
+4. the remaining columns leave from the right, but for the label columns and the table's
+   `KEEP_LAST` columns (a comparison's answer: the verdict, the change and its interval);
+5. the label is shortened further, to no fewer than `_MIN_LAST_LABEL` characters;
+6. the `KEEP_LAST` columns leave, last listed first;
+7. the label is shortened further, to what is left.
 
-Steps 2 and 4 are named under the table ("left out for width: p99_ms, ..."), with where
+Steps 2, 4 and 6 are named under the table ("left out for width: p99_ms, ..."), with where
 every column is: `--format csv --table NAME` (machine precision) or a wider `COLUMNS`. The
 label columns (`label`, a batch study's `study`, the identity columns of the tables that
-have no label) are never dropped, only shortened or, when constant, named once. The width
+have no label) are never dropped, only shortened or, when constant, named once. So a
+comparison at 80 columns still reads "label, verdict, change, ci_low, ci_high" (issue 54:
+at 120 columns the regression gate kept its label alone, its change and interval gone at
+step 2 and the verdict, constant, named once). The width
 is the terminal's (`shutil.get_terminal_size`, which honours `COLUMNS`) when the output
 goes to one, else `COLUMNS`, else `DEFAULT_WIDTH`. Lines that are not tables (the overview,
 the notes, a long title) wrap at the width, continued indented. The summary wraps at
@@ -40,13 +47,17 @@ import textwrap
 
 import pandas as pd
 
+from ..read.keys import IDENTITY_COLUMNS
+
 #: The width when the output is not a terminal and COLUMNS is not set.
 DEFAULT_WIDTH = 120
 #: The summary's lines wrap at this width, or the console's when narrower: kConsoleWidth of
 #: orchestrator/console_text.h, the width of `scalebench run`'s own sentences.
 SUMMARY_WIDTH = 100
-#: A shortened label keeps at least this many characters (step 3).
+#: A shortened label keeps at least this many characters (step 3), and this many before a
+#: `KEEP_LAST` column leaves (step 5).
 _MIN_LABEL = 24
+_MIN_LAST_LABEL = 12
 _CUT = "~"
 
 #: Per table: the columns left out for width, first listed first (step 2). Those not
@@ -103,8 +114,8 @@ DROP_ORDER = {
     ),
     "ablation": ("memory_change_mib", "peak_memory_mib", "throughput_samples_per_s"),
     "cumulative": ("memory_change_mib", "peak_memory_mib", "throughput_samples_per_s"),
-    "speedup": ("time_ratio", "baseline_throughput", "baseline", "throughput"),
-    "speedup_vs_file": ("time_ratio", "baseline_throughput", "baseline", "throughput"),
+    "speedup": ("baseline_throughput", "baseline", "throughput", "trusted", "accuracy"),
+    "speedup_vs_file": ("baseline_throughput", "baseline", "throughput", "trusted", "accuracy"),
     "regressions": (
         "matched_by",
         "n_base",
@@ -112,13 +123,22 @@ DROP_ORDER = {
         "p_adjusted",
         "base_status",
         "new_status",
-        "p_value",
         "base series",
-        "change",
         "new series",
-        "ci_high",
-        "ci_low",
+        "paired",
+        "p_value",
+        "ratio",
+        "phases",
+        "accuracy",
+        "carried_by",
     ),
+}
+#: Per table: the columns that leave last, after every other but the label (steps 4 to 6),
+#: the last listed first: a comparison's verdict, its change and the change's interval.
+KEEP_LAST = {
+    "regressions": ("verdict", "change", "ci_low", "ci_high"),
+    "speedup": ("verdict", "time_ratio", "ci_low", "ci_high", "speedup"),
+    "speedup_vs_file": ("verdict", "time_ratio", "ci_low", "ci_high", "speedup"),
 }
 #: Columns never dropped (steps 2 and 4): a row's name.
 _LABELS = (
@@ -128,13 +148,7 @@ _LABELS = (
     "change",
     "recommendation",
     "field",
-    "branch",
-    "experiment",
-    "mode",
-    "precision",
-    "setting",
-    "batch_size",
-    "world_size",
+    *IDENTITY_COLUMNS,
 )
 #: The column shortened at steps 3 and 5, the first of these a table has.
 _SHORTENED = ("label", "study", "change", "experiment")
@@ -188,10 +202,10 @@ def _shorten_labels(frame: pd.DataFrame, width: int, floor: int) -> tuple[pd.Dat
     return frame, True
 
 
-def _constant_columns(frame: pd.DataFrame, keep: str | None) -> list:
+def _constant_columns(frame: pd.DataFrame, keep: tuple) -> list:
     if len(frame) < 2:
         return []
-    return [c for c in frame.columns if c != keep and frame[c].astype(str).nunique() == 1]
+    return [c for c in frame.columns if c not in keep and frame[c].astype(str).nunique() == 1]
 
 
 def fit_table(name: str, frame: pd.DataFrame, width: int) -> tuple[pd.DataFrame, list[str]]:
@@ -201,7 +215,8 @@ def fit_table(name: str, frame: pd.DataFrame, width: int) -> tuple[pd.DataFrame,
         return frame, []
     notes = []
     main_label = next((c for c in _SHORTENED if c in frame.columns), None)
-    constant = _constant_columns(frame, main_label)
+    last = KEEP_LAST.get(name, ())
+    constant = _constant_columns(frame, (main_label, *last))
     if constant:
         values = [str(frame[c].iloc[0]) or "(none)" for c in constant]
         notes.append("every row: " + ", ".join(f"{c} {v}" for c, v in zip(constant, values)))
@@ -217,11 +232,18 @@ def fit_table(name: str, frame: pd.DataFrame, width: int) -> tuple[pd.DataFrame,
     for column in reversed(list(frame.columns)):
         if table_width(frame) <= width:
             break
-        if column not in _LABELS and len(frame.columns) > 1:
+        if column not in _LABELS and column not in last and len(frame.columns) > 1:
             frame = frame.drop(columns=[column])
             dropped.append(column)
-    frame, shortened_more = _shorten_labels(frame, width, 1)
-    if shortened or shortened_more:
+    frame, shortened_more = _shorten_labels(frame, width, _MIN_LAST_LABEL)
+    for column in reversed(last):
+        if table_width(frame) <= width:
+            break
+        if column in frame.columns and len(frame.columns) > 1:
+            frame = frame.drop(columns=[column])
+            dropped.append(column)
+    frame, shortened_last = _shorten_labels(frame, width, 1)
+    if shortened or shortened_more or shortened_last:
         notes.append(f"labels shortened to fit (the cut marked {_CUT})")
     if dropped:
         notes.append(
