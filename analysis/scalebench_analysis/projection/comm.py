@@ -133,16 +133,24 @@ def fit_exposed(observations: Sequence[Observation], level: str) -> LinkFit:
     if len(worlds) < 2:
         return fit(0.0, math.exp(log_bandwidth))
 
+    # Exposed communication is piecewise linear in (latency, 1 / busbw): solved in those,
+    # scaled to about 1 (10 us of latency; the bandwidth-only fit), both >= 0.
+    latency_scale, inverse_scale = 1e-5, math.exp(-log_bandwidth)
+
+    def link_of(x) -> LinkFit:
+        inverse = max(x[1] * inverse_scale, 1e-30)
+        return fit(x[0] * latency_scale, 1.0 / inverse)
+
     def residuals(x):
-        link = fit(math.exp(x[0]), math.exp(x[1]))
+        link = link_of(x)
         return [o.model(link) - o.exposed_s for o in observations]
 
-    start = [math.log(1e-6), log_bandwidth]
-    solved = least_squares(residuals, start, x_scale=[1.0, 1.0], diff_step=1e-3)
+    solved = least_squares(residuals, [0.0, 1.0], bounds=([0.0, 0.0], [np.inf, np.inf]))
+    found = link_of(solved.x)
     return LinkFit(
         level,
-        math.exp(solved.x[0]),
-        math.exp(solved.x[1]),
+        found.step_latency_s,
+        found.bus_bandwidth_bytes_per_s,
         max(worlds),
         source + " (latency and bandwidth)",
     )

@@ -42,6 +42,12 @@ class Communication:
         level = INTER if self.nodes(workers, gpus_per_node) > 1 else INTRA
         return self.links.get(level) or self.links.get(INTRA if level == INTER else INTER)
 
+    def has_latency(self, workers: int, gpus_per_node: int | None) -> bool:
+        """Whether the link of `workers` ranks has a latency term (a bucket size trades it
+        against overlap; without it the smallest bucket always wins)."""
+        link = self.link(workers, gpus_per_node)
+        return link is not None and link.step_latency_s > 0
+
     def missing(self, workers: int, gpus_per_node: int | None) -> str | None:
         """What input a projection at `workers` lacks, with what to run; None when none."""
         level = INTER if self.nodes(workers, gpus_per_node) > 1 else INTRA

@@ -105,7 +105,10 @@ def train_step(curve: Curve, batch: float, workers: int, gpus_per_node, bucket_b
 
 def best_bucket(curve: Curve, batch: int, workers: int, gpus_per_node) -> tuple[float, float]:
     """(bucket cap in bytes, median step) that minimise the step, over the candidates and
-    the cell's own cap; ties go to the largest cap."""
+    the cell's own cap; ties go to the largest cap. NaN, NaN with one worker (no buckets) and
+    for a link without a latency term (the smallest cap would always win)."""
+    if workers <= 1 or not curve.comm.has_latency(workers, gpus_per_node):
+        return float("nan"), float("nan")
     caps = sorted({curve.comm.bucket_bytes, *(m * MIB for m in BUCKET_CANDIDATES_MIB)})
     steps = [train_step(curve, batch, workers, gpus_per_node, cap)[0] for cap in caps]
     finite = [s for s in steps if math.isfinite(s)]
@@ -116,8 +119,10 @@ def best_bucket(curve: Curve, batch: int, workers: int, gpus_per_node) -> tuple[
     return cap, step
 
 
-def _bottleneck(parts: dict) -> str:
-    return max(parts.items(), key=lambda item: item[1])[0] if parts else ""
+def _bottleneck(parts: dict, step: float) -> str:
+    if not parts or not math.isfinite(step):
+        return "-"
+    return max(parts.items(), key=lambda item: item[1])[0]
 
 
 def train_rows(curve: Curve, options: ProjectionOptions) -> list[dict]:
@@ -141,7 +146,7 @@ def train_rows(curve: Curve, options: ProjectionOptions) -> list[dict]:
                 **{f"{name}_s": value for name, value in parts.items()},
                 "throughput_samples_per_s": throughput,
                 "weak_efficiency": throughput / workers / ref_throughput_per_worker,
-                "bottleneck": _bottleneck(parts),
+                "bottleneck": _bottleneck(parts, step),
                 "bucket_mib": curve.comm.bucket_bytes / MIB,
                 "best_bucket_mib": cap / MIB,
                 "best_bucket_step_s": best_step,

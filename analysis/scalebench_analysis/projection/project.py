@@ -99,6 +99,16 @@ def project(path: str, probe_paths: Sequence[str], options: ProjectionOptions) -
             if note:
                 missing.append(note)
                 break
+    if any(
+        curve.comm is not None
+        and curve.comm.links
+        and not curve.comm.has_latency(max(options.workers), options.gpus_per_node)
+        for curve in found
+    ):
+        missing.append(
+            "best bucket size: the link fit has no latency term (cells of one world size, no "
+            "probe), so it is not chosen; pass --probe or measure two world sizes >= 2"
+        )
     if not any(c.mode == "train" for c in cells):
         missing.append("no ok training cell: only inference is projected")
     if not probe_links:

@@ -60,7 +60,7 @@ def _train_console(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "curve": frame.curve,
             "batch": frame.batch_size,
             "workers": frame.workers,
-            "nodes": frame.nodes,
+            "nodes": frame.nodes.map(lambda n: str(int(n))),
             "step_ms": frame.step_s.map(_ms),
             "p95_ms": frame.step_p95_s.map(_ms),
             "samples/s": frame.throughput_samples_per_s.map(_number),
@@ -81,7 +81,8 @@ def _train_console(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _infer_console(frame: pd.DataFrame) -> pd.DataFrame:
-    efficiency = "weak_efficiency" if "weak_efficiency" in frame else "strong_efficiency"
+    weak = frame.get("weak_efficiency", pd.Series(np.nan, frame.index))
+    strong = frame.get("strong_efficiency", pd.Series(np.nan, frame.index))
     return pd.DataFrame(
         {
             "curve": frame.curve,
@@ -90,7 +91,8 @@ def _infer_console(frame: pd.DataFrame) -> pd.DataFrame:
             "latency_ms": frame.latency_s.map(_ms),
             "p95_ms": frame.latency_p95_s.map(_ms),
             "samples/s": frame.throughput_samples_per_s.map(_number),
-            "efficiency": frame.get(efficiency, pd.Series(np.nan, frame.index)).map(_pct),
+            "weak_eff": weak.map(_pct),
+            "strong_eff": strong.map(_pct),
             "measured": frame.measured.map(_number),
             "error": frame.error.map(_signed),
         }
@@ -124,7 +126,7 @@ def answer_lines(projection: Projection) -> list[str]:
     for row in rows[rows.workers == largest].itertuples():
         if row.mode == "train":
             lines.append(
-                f"{row.curve} b{row.batch_size} at {largest} workers ({row.nodes} node(s)): "
+                f"{row.curve} b{row.batch_size} at {largest} workers ({int(row.nodes)} node(s)): "
                 f"step {_ms(row.step_s)} ms, {_number(row.throughput_samples_per_s)} samples/s, "
                 f"weak efficiency {_pct(row.weak_efficiency)}, bottleneck {row.bottleneck}, "
                 f"best bucket {_mib(row.best_bucket_mib)} MiB (now {_mib(row.bucket_mib)})"
@@ -138,8 +140,8 @@ def answer_lines(projection: Projection) -> list[str]:
     return lines
 
 
-def _section(title: str, frame: pd.DataFrame, width: int) -> list[str]:
-    shown, notes = fit_table(title, frame.astype(str), width)
+def _section(title: str, name: str, frame: pd.DataFrame, width: int) -> list[str]:
+    shown, notes = fit_table(name, frame.astype(str), width)
     return [f"== {title} ==", shown.to_string(index=False), *notes, ""]
 
 
@@ -155,12 +157,14 @@ def to_console(projection: Projection, width: int) -> str:
     found = tables(projection)
     if not found["train"].empty:
         steps, parts = _train_console(found["train"])
-        lines += _section("training: projected step", steps, width)
-        lines += _section("training: step parts (ms)", parts, width)
+        lines += _section("training: projected step", "train", steps, width)
+        lines += _section("training: step parts (ms)", "train", parts, width)
     if not found["infer"].empty:
-        lines += _section("inference: projected shards", _infer_console(found["infer"]), width)
+        lines += _section(
+            "inference: projected shards", "infer", _infer_console(found["infer"]), width
+        )
     if not found["check"].empty:
-        lines += _section("check against runs", _check_console(found["check"]), width)
+        lines += _section("check against runs", "check", _check_console(found["check"]), width)
     lines += wrap(projection.check.summary(), width)
     lines += ["", "== inputs =="]
     lines += [piece for line in projection.inputs for piece in wrap(line, width)]
