@@ -154,7 +154,7 @@ def test_an_untrusted_side_is_inconclusive_with_reason_and_remedy():
     assert "`iterations: auto`" in row["remedy"]
     program = remedies.Settings(program=True, iterations=50)
     assert verdict.untrusted_text(reasons, program)[1] == (
-        "longer runs (`iterations: 200`; a program cell takes numbers)"
+        "longer runs (`iterations: 200`, a number: a program cell runs its own loop)"
     )
     assert verdict.untrusted_text({"base": [""], "new": [""]}) == ("", "")
 

@@ -70,7 +70,7 @@ def more_iterations(settings: Settings) -> str:
         return "a smaller `ci_width`, with the `max_seconds` it then needs"
     more = 4 * settings.iterations
     if settings.program:
-        return f"longer runs (`iterations: {more}`; a program cell takes numbers)"
+        return f"longer runs (`iterations: {more}`, a number: a program cell runs its own loop)"
     return f"longer runs (`iterations: auto`, or `iterations: {more}`)"
 
 
@@ -78,7 +78,7 @@ def more_warmup(settings: Settings) -> str:
     """More warm-up: `warmup: auto` for a built-in cell of fixed warm-up, else a number."""
     if settings.program:
         more = max(2 * settings.warmup, settings.warmup + 5)
-        return f"more warm-up (`warmup: {more}`; a program cell takes numbers)"
+        return f"more warm-up (`warmup: {more}`, a number: a program cell runs its own loop)"
     if settings.warmup < 0:  # auto stopped, yet the steps still drifted
         return f"a fixed warm-up beyond the auto rule's cap (`warmup: {2 * _WARMUP_AUTO_CAP}`)"
     return f"more warm-up (`warmup: auto`, or `warmup: {max(2 * settings.warmup, 5)}`)"
