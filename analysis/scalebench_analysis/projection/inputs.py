@@ -70,10 +70,10 @@ def exposed_comm_s(comm_wait: np.ndarray) -> float:
     return float(np.median(per_iteration)) if per_iteration.size else float("nan")
 
 
-def _ready_curve(group: h5py.Group, backward_index: int, warmup: int):
-    """(fraction of backward, fraction of gradient bytes ready) from the cell's own buckets:
-    per bucket the median over ranks and measured iterations of (launched - backward begin)
-    / backward, clipped to [0, 1] and made rising. None without bucket_times/phase_starts."""
+def _bucket_launches(group: h5py.Group, backward_index: int, warmup: int):
+    """(backward begin (ranks, iterations), bucket launches (ranks, iterations, buckets),
+    bucket bytes) of the measured iterations, for _curve_from; None without bucket_times
+    and phase_starts (layout 1.5, world size > 1)."""
     if "bucket_times" not in group or "phase_starts" not in group:
         return None
     sizes = np.asarray(json_attr(group["bucket_times"], "bucket_bytes", []), dtype=float)
@@ -87,6 +87,9 @@ def _ready_curve(group: h5py.Group, backward_index: int, warmup: int):
 
 
 def _curve_from(begin, launched, sizes, backward) -> tuple:
+    """(fraction of backward, fraction of gradient bytes ready) from the cell's own buckets:
+    per bucket the median over ranks and iterations of (launched - backward begin) /
+    backward, clipped to [0, 1] and made rising."""
     with np.errstate(all="ignore"):
         fractions = (launched - begin[:, :, None]) / backward[:, :, None]
         median = np.nanmedian(fractions.reshape(-1, sizes.size), axis=0)
@@ -139,7 +142,7 @@ def _measured(results: Results, cell, group) -> MeasuredCell:
     compute = total - np.nan_to_num(comm) if comm is not None else total
     curve, bucket_sizes = None, None
     if train and group is not None and BACKWARD in names:
-        found = _ready_curve(group, names.index(BACKWARD), results.raw[cell.cell_id].warmup)
+        found = _bucket_launches(group, names.index(BACKWARD), results.raw[cell.cell_id].warmup)
         if found is not None:
             begin, launched, bucket_sizes = found
             curve = _curve_from(begin, launched, bucket_sizes, phases[BACKWARD])

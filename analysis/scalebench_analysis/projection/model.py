@@ -189,7 +189,8 @@ def infer_rows(curve: Curve, options: ProjectionOptions) -> list[dict]:
     for batch in sorted({c.batch_size for c in curve.cells}):
         ref = _reference(curve, batch)
         for workers in options.workers:
-            samples = compute_at(curve.cells, batch, workers).compute
+            at = compute_at(curve.cells, batch, workers)
+            samples = at.compute
             mean, sd = (
                 float(np.mean(samples)),
                 float(np.std(samples, ddof=1)) if samples.size > 1 else 0.0,
@@ -212,7 +213,7 @@ def infer_rows(curve: Curve, options: ProjectionOptions) -> list[dict]:
                 "latency_p95_s": float(np.quantile(samples, 0.95)),
                 "throughput_samples_per_s": throughput,
                 "weak_efficiency" if ref.samples <= 0 else "strong_efficiency": throughput / ideal,
-                "reference_world": compute_at(curve.cells, batch, workers).reference.world_size,
+                "reference_world": at.reference.world_size,
             }
             measured = _measured_at(curve, batch, workers)
             row.update(_versus_measured(measured, throughput, "throughput"))
