@@ -2,15 +2,22 @@
 ``analyze`` and at the top of the HTML report. Built only from the analysis' own tables (no
 figure of its own):
 
-* per experiment and mode, the fastest ok cell (among the trusted ones when there are any) and
-  its throughput; its speedup over the baseline when one was asked for (``--baseline``,
-  ``--baseline-branch``: the speedup table); its scaling efficiency at the largest world size
-  of its group (the scaling table: strong scaling where the global batch was kept, else
-  weak); the recommended batch of its experiment's ``batch_size: auto`` cells; a failed
-  accuracy check;
+* when the analysis compares (``--baseline-branch``, ``--baseline``, ``--baseline-file``),
+  first: per compared branch the count of each verdict, each regression / improvement with its
+  interval and the phase carrying it, and why the others are undecided
+  (summary_comparison.py);
+* per experiment and mode, the fastest ok compared cell (among the trusted ones when there
+  are any; a repeated cell is one, its figure the median over its repetitions, never one
+  repetition) and its throughput; its speedup over the baseline when one was asked for
+  (``--baseline``, ``--baseline-branch``: the speedup table); its scaling efficiency at the
+  largest world size of its group (the scaling table: strong scaling where the global batch
+  was kept, else weak); the recommended batch of its experiment's ``batch_size: auto``
+  cells; a failed accuracy check;
 * the cells that failed, by status, with the first reason;
-* the untrusted cells with what would fix them (the reasons of quality.py mapped to a
-  remedy: more iterations or repetitions for noise, more warm-up for drift);
+* the untrusted cells by label with what would fix them, for the settings they ran with
+  (remedies.py: a program cell is offered numbers, never `iterations: auto`; repetitions
+  always more than the cell had);
+* the repeated cells whose repetitions disagree, by label;
 * the straggler nodes of multi-node cells (straggler_nodes.py), by host;
 * what to run next for the plots: ``scalebench report`` (the console's one name for it;
   the HTML report, which is that command's output, leaves the line out).
@@ -23,22 +30,33 @@ import math
 import pandas as pd
 
 from ..read.keys import GROUP_COLUMNS
+from . import remedies
 from .straggler_nodes import summary_line as straggler_nodes_line
+from .summary_comparison import comparison_lines
 
-#: Untrusted-reason fragment (quality.py) -> what to do about it.
+
+def _noisy(settings: remedies.Settings) -> str:
+    # More runs than the cell had, as remedies.more_runs counts them.
+    runs = max(3, settings.repetitions + 1)
+    return (
+        f"noisy: {remedies.more_iterations(settings)}, or repeat it (`repetitions: {runs}`), "
+        "on a quieter machine"
+    )
+
+
+#: Untrusted-reason fragment (quality.py) -> what to do about it, for a cell's settings
+#: (remedies.Settings) or as text.
 _REMEDIES = (
-    (
-        "cv ",
-        "noisy: set iterations: auto (measures until the median is known to +-2 %), or "
-        "repeat the cells (repetitions: 3) on a quieter machine",
-    ),
-    ("short of ci_width", "interval not reached: raise max_seconds (or ci_width)"),
+    ("cv ", _noisy),
+    ("short of ci_width", "interval not reached: raise `max_seconds` (or `ci_width`)"),
     (
         "warm-up drift",
-        "drifting (still warming up, or the machine's load changed): raise warmup or set "
-        "warmup: auto, and rerun on a quieter machine",
+        lambda s: (
+            "drifting (still warming up, or the machine's load changed): "
+            f"{remedies.more_warmup(s)}, and rerun on a quieter machine"
+        ),
     ),
-    ("only ", "too few samples: raise iterations"),
+    ("only ", lambda s: f"too few samples: {remedies.more_iterations(s)}"),
     ("replicas out of sync", "replicas diverged: a correctness problem, see docs/ddp.md"),
     (
         "steps: the program ran",
@@ -106,25 +124,109 @@ def _recommended(results_cells: pd.DataFrame, experiment: str, mode: str) -> str
     return "; recommended batch " + "/".join(str(b) for b in batches)
 
 
+def _remedy(because: str, spec: dict) -> str:
+    """What would fix a cell untrusted `because` (quality.py's reasons), for its settings."""
+    settings = remedies.Settings.of(spec if isinstance(spec, dict) else {})
+    found = [
+        remedy if isinstance(remedy, str) else remedy(settings)
+        for fragment, remedy in _REMEDIES
+        if fragment in because
+    ]
+    return "; ".join(found) or "see the cells table's notes"
+
+
+def _repeated_labels(analysis) -> dict:
+    """series id -> the repeated cell's label (without " rep k/N")."""
+    repeated = analysis.sections.get("repetitions")
+    if repeated is None or not len(repeated):
+        return {}
+    return dict(zip(repeated.series_id, repeated.label))
+
+
+def _compared_cells(ok: pd.DataFrame, analysis) -> pd.DataFrame:
+    """`ok` with the repetitions of each repeated cell as one row: its label, its throughput
+    the median over its ok repetitions (the Repetitions table's), trusted when every one
+    is, `runs` the number of them (1 for a cell run once)."""
+    series = ok.series_id if "series_id" in ok else pd.Series("", index=ok.index)
+    repeated = series.map(lambda s: isinstance(s, str) and bool(s))
+    single = ok[~repeated].assign(runs=1)
+    if not repeated.any():
+        return single
+    labels = _repeated_labels(analysis)
+    table = analysis.sections.get("repetitions")
+    throughput = dict(zip(table.series_id, table.throughput_samples_per_s)) if labels else {}
+    rows = []
+    for series_id, group in ok[repeated].groupby(series[repeated], sort=False):
+        row = group.iloc[0].copy()
+        row["label"] = labels.get(series_id, row.label.rsplit(" rep ", 1)[0])
+        row["throughput_samples_per_s"] = throughput.get(
+            series_id, group.throughput_samples_per_s.median()
+        )
+        row["trusted"] = bool((group.trusted == True).all())  # noqa: E712
+        row["runs"] = len(group)
+        rows.append(row)
+    return pd.concat([single, pd.DataFrame(rows)], ignore_index=True)
+
+
+def _untrusted_lines(untrusted: pd.DataFrame, analysis) -> list[str]:
+    """One line per remedy: the untrusted cells it fixes, by label (a repeated cell once,
+    with how many of its repetitions were untrusted)."""
+    labels = _repeated_labels(analysis)
+    groups: dict = {}  # remedy -> {label: [untrusted repetitions, repetitions]}
+    for row in untrusted.itertuples():
+        series_id = getattr(row, "series_id", "")
+        label = labels.get(series_id, row.label) if isinstance(series_id, str) else row.label
+        remedy = _remedy(str(row.untrusted_because), analysis.results.cell(row.cell_id).spec)
+        named = groups.setdefault(remedy, {})
+        named.setdefault(label, [0, int(row.repetitions)])[0] += 1
+    lines = []
+    for remedy, named in groups.items():
+        who = [
+            label if of == 1 else f"{label} ({count} of {of} runs)"
+            for label, (count, of) in named.items()
+        ]
+        text = ", ".join(who[:3]) + (f" and {len(who) - 3} more" if len(who) > 3 else "")
+        lines.append(f"{text}: {remedy}")
+    count = len(untrusted)
+    first = f"{count} untrusted cell{'s' if count > 1 else ''}: {lines[0]}"
+    return [first] + [f"untrusted: {line}" for line in lines[1:]]
+
+
+def _disagree_line(analysis) -> str:
+    repeated = analysis.sections.get("repetitions")
+    if repeated is None or not len(repeated):
+        return ""
+    labels = [r.label for r in repeated.itertuples() if r.disagree]
+    if not labels:
+        return ""
+    return (
+        f"{len(labels)} repeated cell{'s' if len(labels) > 1 else ''} whose repetitions "
+        f"disagree (span > 10%): {', '.join(labels)}: the machine changed during the run; "
+        "rerun on a quieter machine (docs/repetitions.md)"
+    )
+
+
 def summary_lines(analysis, next_step: bool = True) -> list[str]:
     """The summary of `analysis` (tables/analysis.py), one line per fact; with `next_step`
     (and a file), last the command that makes the plots."""
     cells = analysis.sections["cells"]
     ok = cells[cells.status == "ok"]
-    lines = []
+    lines = comparison_lines(analysis)
     untrusted = ok[ok.trusted != True]  # noqa: E712 (NaN: no summary, untrusted)
     failed = cells[~cells.status.isin(["ok", "skipped"])]
     lines.append(
         f"{len(cells)} cells: {len(ok)} ok ({len(ok) - len(untrusted)} trusted), "
         f"{len(failed)} failed, {int((cells.status == 'skipped').sum())} skipped"
     )
-    for (experiment, mode), group in ok.groupby(["experiment", "mode"], sort=True):
+    compared = _compared_cells(ok, analysis)
+    for (experiment, mode), group in compared.groupby(["experiment", "mode"], sort=True):
         pool = group[group.trusted == True]  # noqa: E712
         pool = pool if len(pool) else group
         best = pool.sort_values("throughput_samples_per_s", ascending=False).iloc[0]
         text = (
             f"{experiment} {mode}: fastest {best.label}, "
             f"{best.throughput_samples_per_s:,.0f} samples/s"
+            + (f" (median of {best.runs} runs)" if best.runs > 1 else "")
             + ("" if best.trusted == True else " (untrusted)")  # noqa: E712
             + _speedup(analysis.sections.get("speedup"), _unit_id(best))
             + _efficiency(analysis.sections.get("scaling"), best)
@@ -140,14 +242,10 @@ def summary_lines(analysis, next_step: bool = True) -> list[str]:
             + (f": {reason[:160]}" if reason else "")
         )
     if len(untrusted):
-        remedies = []
-        for fragment, remedy in _REMEDIES:
-            if any(fragment in str(r) for r in untrusted.untrusted_because):
-                remedies.append(remedy)
-        lines.append(
-            f"{len(untrusted)} untrusted cells: "
-            + ("; ".join(remedies) or "see the cells table's notes")
-        )
+        lines += _untrusted_lines(untrusted, analysis)
+    disagree = _disagree_line(analysis)
+    if disagree:
+        lines.append(disagree)
     nodes = straggler_nodes_line(analysis.sections.get("straggler_nodes"))
     if nodes:
         lines.append(nodes)
