@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 from ..tables.analysis import Analysis  # noqa: E402
 from ..tables.quality import iteration_samples  # noqa: E402
 from .figures import STYLE, panel_grid  # noqa: E402
+from .panels import legend_beside, say_empty  # noqa: E402
 
 
 def _study_panels(analysis: Analysis, width: float = 4.2, height: float = 3.2):
@@ -112,7 +113,7 @@ def batch_throughput(analysis: Analysis):
             top = float(ok.throughput_samples_per_s.max()) if len(ok) else 1.0
             ax.set_ylim(0, 1.1 * top)
             ax.set_ylabel("samples / s")
-            ax.legend(loc="lower right")
+            legend_beside(ax)
     return fig
 
 
@@ -157,7 +158,7 @@ def batch_memory(analysis: Analysis):
             _batch_axis(ax, points)
             ax.set_ylim(bottom=0)
             ax.set_ylabel("peak memory (MiB)")
-            ax.legend(loc="upper left")
+            legend_beside(ax)
     return fig
 
 
@@ -189,6 +190,7 @@ def batch_latency(analysis: Analysis):
             samples = [(b, t[np.isfinite(t)]) for b, t in _latency_samples(analysis, study, points)]
             samples = [(b, t) for b, t in samples if t.size]
             if not samples:
+                say_empty(ax, "no step times stored for this study's batches")
                 continue
             ax.boxplot(
                 [t * 1e3 for _, t in samples],
@@ -229,7 +231,7 @@ def batch_speedup(analysis: Analysis):
             _batch_axis(ax, points)
             ax.set_yscale("log", base=2)
             ax.set_ylabel("speedup")
-            ax.legend(loc="upper left")
+            legend_beside(ax)
     return fig
 
 

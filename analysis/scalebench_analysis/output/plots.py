@@ -19,10 +19,13 @@ from ..tables.analysis import Analysis  # noqa: E402
 from ..tables.quality import busy_times, iteration_samples  # noqa: E402
 from .batch_plots import BATCH_PLOTS  # noqa: E402
 from .figures import STYLE, figure_png, panel_grid  # noqa: E402
+from .panels import legend_beside, say_empty  # noqa: E402
 
 
 def _series_name(row) -> str:
-    name = f"{row.branch or '-'} {row.precision}"
+    """A line's name: branch (when the cell has one), precision, the setting when not
+    default; no placeholder for what a cell lacks."""
+    name = " ".join(str(p) for p in (row.branch, row.precision) if isinstance(p, str) and p)
     return name if row.setting == "default" else f"{name} [{row.setting}]"
 
 
@@ -86,7 +89,7 @@ def throughput_vs_batch(analysis: Analysis):
             ax.set_title(f"{key[0]} · {key[1]} · {key[2]} worker(s)")
             ax.set_xlabel("per-rank batch size")
             ax.set_ylabel("samples / s")
-            ax.legend()
+            legend_beside(ax)
     return fig
 
 
@@ -97,33 +100,56 @@ def scaling_efficiency(analysis: Analysis):
         return None
     with plt.rc_context(STYLE):
         fig, axes = panel_grid(2, width=5.0)
-        specs = (
-            ("weak_efficiency", "batch_size", "weak scaling (fixed per-rank batch b)", "b"),
-            ("strong_efficiency", "global_batch", "strong scaling (fixed global batch G)", "G"),
-        )
-        for ax, (column, curve, title, letter) in zip(axes, specs):
+        for ax, (column, curve, title, letter, empty) in zip(axes, _SCALING_PANELS):
             data = scale[np.isfinite(scale[column].astype(float))]
             worlds = sorted(scale.world_size.unique())
             ax.plot(worlds, [1.0] * len(worlds), "k--", linewidth=1, label="ideal")
             groups = data.groupby([*GROUP_COLUMNS, curve])
+            drawn = 0
             for i, (key, line) in enumerate(groups):
                 if len(line) < 2:
                     continue
                 line = line.sort_values("world_size")
+                parts = [str(k) for k in key[:4] if isinstance(k, str) and k and k != "default"]
                 ax.plot(
                     line.world_size,
                     line[column],
                     "o-",
                     color=f"C{i % 10}",
-                    label=f"{key[0] or '-'} {key[1]} {key[2]} {key[3]} {letter}={key[5]}",
+                    label=f"{' '.join(parts)} {letter}={key[5]}",
                 )
+                drawn += 1
+            if not drawn:
+                say_empty(ax, empty)
             ax.set_xticks(worlds)
             ax.set_ylim(0, max(1.15, float(np.nanmax(data[column])) * 1.05 if len(data) else 1.15))
             ax.set_title(title)
             ax.set_xlabel("workers (GPUs or CPU ranks)")
             ax.set_ylabel("efficiency")
-            ax.legend(loc="lower left", fontsize=6)
+            legend_beside(ax)
     return fig
+
+
+#: The two panels of scaling_efficiency: (column, the figure a curve keeps, title, its letter,
+#: why the panel is empty: no two world sizes share that figure).
+_SCALING_PANELS = (
+    (
+        "weak_efficiency",
+        "batch_size",
+        "weak scaling (fixed per-rank batch b)",
+        "b",
+        "no curve: no per-rank batch b ran ok at two world sizes\n"
+        "(weak scaling needs the same b at w and w0)",
+    ),
+    (
+        "strong_efficiency",
+        "global_batch",
+        "strong scaling (fixed global batch G)",
+        "G",
+        "no curve: no global batch G = b x w is shared\nby two world sizes (e.g. b 32 at "
+        "w 1 and b 16 at w 2)",
+    ),
+)
 
 
 def _phase_columns(analysis: Analysis, cells: pd.DataFrame, total: str) -> list[str]:
@@ -141,25 +167,31 @@ def _phase_columns(analysis: Analysis, cells: pd.DataFrame, total: str) -> list[
 
 
 def phase_breakdown(analysis: Analysis):
-    """Stacked horizontal bars of the median time per phase of every ok cell (train and
-    inference panels: their phases differ)."""
+    """Stacked horizontal bars of the median time per phase of every ok cell, one panel per
+    mode and experiment, each on its own axis: a 1 ms MLP beside a 100 ms ResNet on one
+    axis would show no bar at all (issue 54 row 11). A panel whose cells have no phase
+    figure says so."""
     cells = analysis.results.cells
     cells = cells[cells.status == "ok"]
-    modes = [m for m in ("train", "infer") if (cells["mode"] == m).any()]
-    if not modes:
+    groups = [
+        (mode, experiment, part)
+        for mode in ("train", "infer")
+        for experiment, part in cells[cells["mode"] == mode].groupby("experiment", sort=True)
+    ]
+    if not groups:
         return None
-    heights = [max(2.0, 0.28 * (cells["mode"] == m).sum() + 1.0) for m in modes]
+    heights = [max(1.6, 0.3 * len(part) + 1.0) for _, _, part in groups]
     with plt.rc_context(STYLE):
         fig, axes = plt.subplots(
-            len(modes),
+            len(groups),
             1,
-            figsize=(9, sum(heights)),
+            figsize=(10, sum(heights)),
             squeeze=False,
             gridspec_kw={"height_ratios": heights},
             layout="constrained",
         )
-        for ax, mode in zip(axes.ravel(), modes):
-            part = cells[cells["mode"] == mode].iloc[::-1]
+        for ax, (mode, experiment, part) in zip(axes.ravel(), groups):
+            part = part.iloc[::-1]
             columns = _phase_columns(analysis, part, "step" if mode == "train" else "batch")
             left = np.zeros(len(part))
             for i, column in enumerate(columns):
@@ -172,14 +204,17 @@ def phase_breakdown(analysis: Analysis):
                     label=column.removeprefix("phase_median_s_"),
                 )
                 left += values
+            if not columns:
+                ax.set_yticks(range(len(part)), part.label)
+                say_empty(ax, "no phase times recorded for these cells")
             ax.set_xlabel(
                 "median time per iteration (ms), rank mean"
                 if mode == "train"
                 else "median time per batch (ms), rank mean"
             )
-            ax.set_title(f"{mode}: phase breakdown")
-            ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
-            ax.tick_params(axis="y", labelsize=7)
+            ax.set_title(f"{experiment} · {mode}: phase breakdown")
+            legend_beside(ax)
+            ax.tick_params(axis="y", labelsize=8)
     return fig
 
 
@@ -227,10 +262,12 @@ def latency_cdf(analysis: Analysis):
     with plt.rc_context(STYLE):
         fig, axes = panel_grid(len(modes), width=5.0, height=3.6)
         for ax, mode in zip(axes, modes):
+            drawn = 0
             for i, (_, cell) in enumerate(cells[cells["mode"] == mode].iterrows()):
                 samples = np.sort(iteration_samples(results, cell.cell_id, mode)) * 1e3
                 if samples.size == 0:
                     continue
+                drawn += 1
                 ax.step(
                     samples,
                     np.arange(1, samples.size + 1) / samples.size,
@@ -239,10 +276,12 @@ def latency_cdf(analysis: Analysis):
                     linewidth=1,
                     label=cell.label if i < 12 else None,
                 )
+            if not drawn:
+                say_empty(ax, "no iteration samples in the file for these cells")
             ax.set_xlabel("step time (ms)" if mode == "train" else "batch latency (ms)")
             ax.set_ylabel("fraction of iterations")
             ax.set_title(f"{mode}: latency CDF")
-            ax.legend(loc="lower right", fontsize=6)
+            legend_beside(ax)
     return fig
 
 
@@ -266,7 +305,7 @@ def regression_forest(analysis: Analysis):
         ax.scatter(tested.ratio, y, color=c, zorder=3)
         ax.set_yticks(y, tested.label, fontsize=7)
         ax.set_xlabel("time ratio new / base over the runs (> 1 slower), Welch interval")
-        ax.legend(loc="lower right")
+        legend_beside(ax)
     return fig
 
 
@@ -315,7 +354,7 @@ def repetition_strip(analysis: Analysis):
         ax.set_yticks(range(len(rows)), labels, fontsize=7)
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.set_xlabel("repetition median / series median - 1 (%); line: 95% bootstrap interval")
-        ax.legend(loc="lower right")
+        legend_beside(ax)
     return fig
 
 

@@ -54,6 +54,9 @@ _TEMPLATE = """<!DOCTYPE html>
 <img alt="{{ plot.title }}" src="data:image/png;base64,{{ plot.data }}">
 <p class="caption">{{ plot.caption }}</p>
 {% endfor %}
+{% if absent %}<p class="caption" id="not-drawn">Not drawn:
+{% for a in absent %}{{ a.title }} ({{ a.why }}){% if not loop.last %}; {% endif %}{% endfor %}.
+</p>{% endif %}
 {% if repetitions %}
 <h2 id="repetitions">Repetitions</h2>
 <p class="caption">{{ repetitions.title }}</p>
@@ -227,11 +230,27 @@ def _repetitions(analysis: Analysis, rendered) -> dict | None:
     }
 
 
+#: Why each plot of PLOTS is left out of a report (its function returned None): every plot
+#: the report does not draw is named with its reason (issue 54 row 11).
+NOT_DRAWN = {
+    "throughput_vs_batch": "no cell ran ok",
+    "scaling_efficiency": "the ok cells ran at one world size",
+    "phase_breakdown": "no cell ran ok",
+    "rank_heatmap": "no ok cell ran on 2 or more ranks",
+    "latency_cdf": "no cell ran ok",
+    "regression_forest": "no baseline file (--baseline-file) or no compared pair with a ratio",
+}
+
+
 def render_html(analysis: Analysis, title: str | None = None) -> str:
+    absent = []
+
     def rendered(plot_list):
         out = []
         for key, plot_title, function in plot_list:
             fig = function(analysis)
+            if fig is None and key in NOT_DRAWN:
+                absent.append({"title": plot_title, "why": NOT_DRAWN[key]})
             if fig is not None:
                 out.append(
                     {
@@ -289,6 +308,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
             summary.summary_lines(analysis, next_step=False) if "cells" in analysis.sections else []
         ),
         plots=plots,
+        absent=absent,
         studies=studies,
         batch_plots=rendered(BATCH_PLOTS) if studies else [],
         repetitions=_repetitions(analysis, rendered),

@@ -191,7 +191,8 @@ def cells_frame(rows: list[dict]) -> pd.DataFrame:
     cells["config"] = [config_key(s) for s in cells["spec"]]
     cells["setting"] = _setting_labels(list(cells["spec"]))
     cells["label"] = [
-        f"{r.branch or '-'}/{r.experiment}/{r.mode}/b{_batch_text(r.batch_size, r.batch_auto)}"
+        (f"{r.branch}/" if r.branch else "")  # no placeholder for a cell without a branch
+        + f"{r.experiment}/{r.mode}/b{_batch_text(r.batch_size, r.batch_auto)}"
         f"/w{r.world_size}/{r.precision}"
         + ("" if r.setting == "default" else f" [{r.setting}]")
         + (f" rep {r.repetition + 1}/{r.repetitions}" if r.repetitions > 1 else "")
