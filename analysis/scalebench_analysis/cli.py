@@ -1,4 +1,4 @@
-"""Command line: analyze, compare, report, trace, watch, history (also reached as
+"""Command line: analyze, compare, report, trace, watch, history, project, decide (also reached as
 `scalebench <command>`).
 
 Exit statuses follow scalebench's (docs/user-guide.md#exit-status): 0 ok, 1 the regression
@@ -17,7 +17,7 @@ import pandas as pd
 from .arguments import fraction, positive_float
 from .errors import AnalysisError, UsageError
 from .history import command as history_command
-from .output import live, ops_render, probe_render, timeline
+from .output import decide_command, live, ops_render, probe_render, timeline
 from .output.fit import console_width, wrap
 from .output.render import render
 from .projection import command as projection_command
@@ -210,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     live.add_parser(sub)
     history_command.add_parser(sub)
     projection_command.add_parser(sub)
+    decide_command.add_parser(sub)
     return parser
 
 
@@ -435,6 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         "watch": live.run,
         "history": history_command.run,
         "project": projection_command.run,
+        "decide": decide_command.run,
     }
     try:
         return handlers[args.command](args)
