@@ -48,7 +48,7 @@ def _noisy(settings: remedies.Settings) -> str:
 #: (remedies.Settings) or as text.
 _REMEDIES = (
     ("cv ", _noisy),
-    ("short of ci_width", "interval not reached: raise `max_seconds` (or `ci_width`)"),
+    ("short of ci_width", "interval not reached: raise max_seconds (or ci_width)"),
     (
         "warm-up drift",
         lambda s: (
