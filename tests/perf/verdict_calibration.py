@@ -1,50 +1,48 @@
-"""Calibration of the verdicts (issue 40): how often does the analysis' judgement of a
-difference (analysis/scalebench_analysis/tables/verdict.py, Note [Runs are the unit of
-evidence]) call a change that is not there (A/A), and how often does it find one that is
-(A/B: +3 % and +10 % of the step added to one phase), for four designs:
+"""Calibration of the verdicts (issues 40, 52, 54): how often does the analysis' judgement of
+a difference (analysis/scalebench_analysis/tables/verdict.py, Note [Runs are the unit of
+evidence]) call a change that is not there (A/A), find one that is there (A/B: a fixed
+delay of --scenarios' sizes added to the forward phase), and call a slower branch faster,
+for each statistic a run could be judged by (the median, the 20th and 10th percentiles
+and the minimum of its measured steps, Note [The judged statistic] in run_statistic.py)
+and each trust rule:
 
-* one:         one run per side (A, B);
-* three:       3 runs per side, one side after the other (AAA BBB);
-* interleaved: 3 runs per side in rounds, each round's order random (AB BA AB), Welch's
-               test over the runs;
-* paired:      the interleaved design's runs judged as pairs (run k of A with run k of B,
-               the paired t test: a drift between rounds cancels, at 2 degrees of freedom
-               instead of about 4); no runs of its own;
-* adaptive:    interleaved pairs, from 3 a side up to --max-pairs, judged after each pair
-               at a per-look alpha of 0.016 (Pocock's constant boundary for up to 6 looks
-               at an overall 0.05), stopping once decided: significant, or the interval
-               inside +-threshold (no change that matters).
+* cv10:    a run whose cv exceeds 10 % is untrusted and its pair inconclusive (the rule of
+           fixed-count cells before issue 54);
+* off:     every run judged, whatever its noise;
+* weighed: runs above 10 % are weighed against the change (Note [Noise weighed against the
+           change] in verdict.py): decided only when the change's interval clears their
+           judged figure's own within-run interval. The rule compare uses.
+
+Designs (--designs):
+
+* three:       3 runs a side, one side after the other (AAA BBB), Welch's test;
+* interleaved: 3 runs a side in rounds, each round's order random (AB BA AB), Welch's test;
+* paired:      the interleaved design's runs judged as pairs of rounds (what compare
+               --branches does), no runs of its own.
+* auto:        `repetitions: auto` (auto_design.py): rounds until a look of the sequential
+               test decides, at most --cap runs a side; its own table
+               (docs/repetitions.md#repetitions-auto).
 
 A *run* is a fresh Python process timing --iterations steps of a small numpy workload
 (phases data, forward, backward; a step of about 10 ms on a 2-core VM) after --warmup
-steps, as a cell is a fresh worker: it reports each phase's median and the step's cv. A
-run whose cv exceeds --max-cv (10 %) is untrusted, as a fixed-count cell is
-(quality.trust_table), and makes its pair inconclusive; --max-cv 1 judges every run, as for
-cells that chose their own iterations (judged by their interval, not their cv). B adds a fixed wall-clock spin of 3 % or 10 % of the
-quiet step (measured at the start) to its forward phase. Each pair is judged by
-verdict.judge / verdict.decide at --threshold (2 % by default, so that +3 % can count) and
-alpha 0.05; a detection is a `regression`, and "in forward" that the phase carrying it is
-forward (the largest significant phase change, verdict.phase_change).
-
-This is the statistic calibrated on this machine's real run-to-run variation, not the
-scalebench binary: the runs are Python processes, not cells under mpirun (a matrix setting
-that adds a known delay to one phase does not exist; a program cell whose script takes a
-delay argument would be the way to do the same through `scalebench run`).
+steps, as a cell is a fresh worker; it reports every measured step of every phase, and the
+parent computes each statistic from the same runs, so the statistics are compared on
+identical data. With --model the runs are drawn from verdict_model.py's switching one-sided
+load instead (no processes: thousands of trials in seconds).
 
 Run it under a switching background load (tests/under_load.sh: busy 2 s, idle 2 s):
 
-    tests/under_load.sh .venv/bin/python tests/perf/verdict_calibration.py --trials 20
+    tests/under_load.sh .venv/bin/python tests/perf/verdict_calibration.py --trials 10
+    .venv/bin/python tests/perf/verdict_calibration.py --model --trials 1000 --iterations 200
 
-It prints one line per trial, then the table (docs/measurement.md#judging-a-difference
-records one) and `TABLE|` lines for tests/perf/run.sh. --trials 2 --iterations 10 is a
-quick check (about a minute).
+It prints the table (docs/measurement.md#choosing-the-judged-statistic records them) and
+`TABLE|` lines for tests/perf/run.sh. --trials 2 --iterations 10 is a quick check.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -53,10 +51,20 @@ from pathlib import Path
 
 import numpy as np
 
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "analysis"))
+sys.path.insert(0, str(HERE))
+
+import auto_design
+from scalebench_analysis.tables import run_statistic, verdict
+from verdict_model import LoadModel, Machine
+
 PHASES = ("data", "forward", "backward")
-DESIGNS = ("one", "three", "interleaved", "paired", "adaptive")
-SCENARIOS = (("A/A", 0.0), ("+3%", 0.03), ("+10%", 0.10))
-LOOK_ALPHA = 0.016
+DESIGNS = ("three", "interleaved", "paired", "auto")
+STATISTICS = {"median": 50.0, "p20": 20.0, "p10": 10.0, "min": 0.0}
+RULES = ("cv10", "off", "weighed")
+MAX_CV = 0.10
+ALPHA = 0.05
 
 
 # --- one run (a child process: numpy only) ---------------------------------------------
@@ -69,8 +77,8 @@ def _spin(seconds: float) -> None:
 
 
 def one_run(iterations: int, warmup: int, delay_s: float) -> dict:
-    """Times `warmup + iterations` steps; returns the medians of each phase and of the step
-    over the measured ones, and the step's cv."""
+    """Times `warmup + iterations` steps; returns every measured step's time of each phase
+    and of the step."""
     rng = np.random.default_rng()
     weights = rng.standard_normal((256, 256))
     times = {p: [] for p in (*PHASES, "step")}
@@ -92,121 +100,285 @@ def one_run(iterations: int, warmup: int, delay_s: float) -> dict:
             times["forward"].append(t_forward - t_data)
             times["backward"].append(t_backward - t_forward)
             times["step"].append(t_backward - start)
-    step = np.array(times["step"])
-    return {
-        **{p: float(np.median(v)) for p, v in times.items()},
-        "cv": float(step.std(ddof=1) / step.mean()),
-    }
+    return {"samples": times}
+
+
+# --- where runs come from -----------------------------------------------------------------
+
+
+class ProcessRuns:
+    """Runs as fresh processes of this script (`--child`), one BLAS thread each."""
+
+    def __init__(self, args) -> None:
+        self.args = args
+
+    def run(self, delay_s: float) -> dict:
+        args = self.args
+        command = [
+            sys.executable,
+            __file__,
+            "--child",
+            "--iterations",
+            str(args.iterations),
+        ]
+        command += ["--warmup", str(args.warmup), "--delay-s", repr(delay_s)]
+        one_thread = {
+            k: "1"
+            for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        }
+        env = {
+            **os.environ,
+            **one_thread,
+        }  # one core a run, as a cell with cpu_threads: 1
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=True, timeout=600, env=env
+        )
+        return json.loads(done.stdout)
+
+
+class ModelRuns:
+    """Runs drawn from verdict_model.py; a new Machine (clock, load phase) per trial."""
+
+    def __init__(self, args, rng: np.random.Generator) -> None:
+        self.args, self.rng = args, rng
+        self.model = LoadModel(run_sd=args.model_run_sd)
+        self.machine = Machine(self.model, rng, loaded=not args.model_quiet)
+
+    def new_trial(self) -> None:
+        self.machine = Machine(self.model, self.rng, loaded=not self.args.model_quiet)
+
+    def run(self, delay_s: float) -> dict:
+        return self.machine.run(self.args.iterations, self.args.warmup, delay_s)
 
 
 # --- the benchmark ------------------------------------------------------------------------
 
-_ORDER = np.random.default_rng(20261128)
+
+def design_runs(source, design: str, delay_s: float, order: np.random.Generator):
+    """(A runs, B runs) of one design: 3 a side, sequential or in rounds of random order
+    (as scalebench's dispatcher shuffles each round, orchestrator/dispatch_order.h)."""
+    a, b = [], []
+    if design == "three":
+        a += [source.run(0.0) for _ in range(3)]
+        b += [source.run(delay_s) for _ in range(3)]
+        return a, b
+    for _ in range(3):
+        if order.random() < 0.5:
+            a.append(source.run(0.0))
+            b.append(source.run(delay_s))
+        else:
+            b.append(source.run(delay_s))
+            a.append(source.run(0.0))
+    return a, b
 
 
-def run_round(args, delay_s: float, a: list, b: list) -> None:
-    """One round of an interleaved design: a run of A and one of B, in an order drawn at
-    random (AB or BA), as scalebench's dispatcher shuffles each round
-    (orchestrator/dispatch_order.h)."""
-    if _ORDER.random() < 0.5:
-        a.append(run_once(args, 0.0))
-        b.append(run_once(args, delay_s))
-    else:
-        b.append(run_once(args, delay_s))
-        a.append(run_once(args, 0.0))
-
-
-def run_once(args, delay_s: float) -> dict:
-    command = [
-        sys.executable,
-        __file__,
-        "--child",
-        "--iterations",
-        str(args.iterations),
-    ]
-    command += ["--warmup", str(args.warmup), "--delay-s", repr(delay_s)]
-    one_thread = {
-        k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-    }
-    env = {**os.environ, **one_thread}  # one core a run, as a cell with cpu_threads: 1
-    done = subprocess.run(
-        command, capture_output=True, text=True, check=True, timeout=300, env=env
-    )
-    return json.loads(done.stdout)
+def _cv(run: dict) -> float:
+    step = np.asarray(run["samples"]["step"])
+    return float(step.std(ddof=1) / step.mean())
 
 
 def judge(
-    a_runs: list, b_runs: list, args, alpha: float, pairs: bool = False
-) -> tuple[str, dict]:
-    """(verdict, judged row) of B against A over their runs, as compare judges them."""
-    from scalebench_analysis.tables import verdict
-
+    a_runs,
+    b_runs,
+    statistic: str,
+    rule: str,
+    threshold: float,
+    pairs: bool,
+    alpha=ALPHA,
+):
+    """(verdict, row) of B against A, each run judged by `statistic`, under `rule`, at
+    `alpha`."""
+    percent = STATISTICS[statistic]
+    figures = {
+        side: [run_statistic.judged_value(r["samples"]["step"], percent) for r in runs]
+        for side, runs in (("base", a_runs), ("new", b_runs))
+    }
     reasons = {
         side: [
-            f"cv {r['cv']:.1%} > {args.max_cv:.0%}" if r["cv"] > args.max_cv else ""
-            for r in runs
+            f"cv {_cv(r):.1%} > {MAX_CV:.0%}" if _cv(r) > MAX_CV else "" for r in runs
         ]
         for side, runs in (("base", a_runs), ("new", b_runs))
     }
-    row = verdict.judge(
-        [r["step"] for r in a_runs],
-        [r["step"] for r in b_runs],
-        alpha,
-        verdict.untrusted_text(reasons),
-        pairs=pairs,
-    )
-    return verdict.decide(row, args.threshold, alpha), row
+    untrusted, noise = ("", ""), None
+    if rule == "cv10":
+        untrusted = verdict.untrusted_text(reasons)
+    elif rule == "weighed" and any(r for found in reasons.values() for r in found):
+        spreads = [
+            run_statistic.interval_rel(r["samples"]["step"], percent)
+            for side, runs in (("base", a_runs), ("new", b_runs))
+            for r, why in zip(runs, reasons[side])
+            if why
+        ]
+        noise = verdict.Noise(verdict.untrusted_text(reasons)[0], "", max(spreads))
+    row = verdict.judge(figures["base"], figures["new"], alpha, untrusted, pairs, noise)
+    return verdict.decide(row, threshold, alpha), row
 
 
-def carried_by(a_runs: list, b_runs: list, alpha: float) -> str:
-    from scalebench_analysis.tables import verdict
+def carried_by(a_runs, b_runs, statistic: str) -> str:
+    """The phase with the largest significant slowdown, each run's phase judged by
+    `statistic`."""
+    percent = STATISTICS[statistic]
+
+    def figures(runs, phase):
+        return [run_statistic.judged_value(r["samples"][phase], percent) for r in runs]
 
     changes = [
-        (p, verdict.phase_change([r[p] for r in a_runs], [r[p] for r in b_runs], alpha))
+        (p, verdict.phase_change(figures(a_runs, p), figures(b_runs, p), ALPHA))
         for p in PHASES
     ]
     changed = [(p, c) for p, c in changes if c["changed"] and c["delta_s"] > 0]
     return max(changed, key=lambda pc: pc[1]["delta_s"])[0] if changed else ""
 
 
-def design_runs(
-    args, design: str, delay_s: float, previous: tuple | None = None
-) -> tuple[str, list, list]:
-    """Runs one design; returns (verdict, A runs, B runs). `previous`: the interleaved
-    design's (verdict, A runs, B runs) of this trial, which the paired design judges."""
-    a, b = [], []
-    if design == "paired":
-        a, b = list(previous[1]), list(previous[2])
-        return judge(a, b, args, 0.05, pairs=True)[0], a, b
-    if design == "one":
-        a.append(run_once(args, 0.0))
-        b.append(run_once(args, delay_s))
-    elif design == "three":
-        a += [run_once(args, 0.0) for _ in range(3)]
-        b += [run_once(args, delay_s) for _ in range(3)]
+def _tally_one(t: dict, decided: str, fraction: float, carried: str) -> None:
+    t["n"] += 1
+    t["inc"] += decided == verdict.INCONCLUSIVE
+    if fraction == 0.0:
+        t["hit"] += decided in (verdict.REGRESSION, verdict.IMPROVEMENT)
     else:
-        for _ in range(3):
-            run_round(args, delay_s, a, b)
-    if design != "adaptive":
-        return judge(a, b, args, 0.05)[0], a, b
-    while True:
-        decided, row = judge(a, b, args, LOOK_ALPHA)
-        inside = (1 - args.threshold) < row["ci_low"] and row["ci_high"] < (
-            1 + args.threshold
-        )
-        if (
-            decided in ("regression", "improvement")
-            or inside
-            or len(a) >= args.max_pairs
-        ):
-            return decided, a, b
-        run_round(args, delay_s, a, b)
+        t["hit"] += decided == verdict.REGRESSION
+        t["wrong"] += decided == verdict.IMPROVEMENT
+        t["phase"] += decided == verdict.REGRESSION and carried == "forward"
 
 
 def main() -> int:
+    args = _parser().parse_args()
+    if args.child:
+        print(json.dumps(one_run(args.iterations, args.warmup, args.delay_s)))
+        return 0
+    rng = np.random.default_rng(args.seed)
+    order = np.random.default_rng(20261128)
+    if args.model:
+        source = ModelRuns(args, rng)
+        quiet = source.model.step_s
+    else:
+        source = ProcessRuns(args)
+        quiet = float(
+            np.median([np.median(source.run(0.0)["samples"]["step"]) for _ in range(5)])
+        )
+    scenarios = [
+        (s, float(s.strip("+%")) / 100.0 if s != "A/A" else 0.0) for s in args.scenarios
+    ]
+    if "auto" in args.designs:
+        auto_design.run(args, source, quiet, scenarios, order, judge)
+    designs = [d for d in args.designs if d in DESIGNS and d != "auto"]
+    if not designs:
+        return 0
+    print(
+        f"{'model' if args.model else 'processes'}: step {quiet * 1e3:.2f} ms; threshold "
+        f"{args.threshold:.0%}, {args.trials} trials, {args.iterations} iterations a run",
+        flush=True,
+    )
+    keys = [
+        (d, s, st, r)
+        for d in designs
+        for s, _ in scenarios
+        for st in STATISTICS
+        for r in RULES
+    ]
+    tally = {k: {"n": 0, "hit": 0, "wrong": 0, "inc": 0, "phase": 0} for k in keys}
+    noisy, runs_seen, spreads = 0, 0, {st: [] for st in STATISTICS}
+    for trial in range(args.trials):
+        for scenario, fraction in scenarios:
+            if args.model:
+                source.new_trial()
+            made = {}
+            for design in designs:
+                if design == "paired":
+                    a, b = made.get("interleaved") or design_runs(
+                        source, "interleaved", fraction * quiet, order
+                    )
+                else:
+                    a, b = made[design] = design_runs(
+                        source, design, fraction * quiet, order
+                    )
+                if design != "paired":
+                    noisy += sum(_cv(r) > MAX_CV for r in a + b)
+                    runs_seen += len(a) + len(b)
+                for statistic, percent in STATISTICS.items():
+                    if fraction == 0.0 and design != "paired":
+                        logs = np.log(
+                            [
+                                run_statistic.judged_value(
+                                    r["samples"]["step"], percent
+                                )
+                                for r in a + b
+                            ]
+                        )
+                        spreads[statistic].append(float(np.std(logs, ddof=1)))
+                    carried = carried_by(a, b, statistic) if fraction else ""
+                    for rule in RULES:
+                        decided, _ = judge(
+                            a, b, statistic, rule, args.threshold, design == "paired"
+                        )
+                        _tally_one(
+                            tally[(design, scenario, statistic, rule)],
+                            decided,
+                            fraction,
+                            carried,
+                        )
+        if not args.model or (trial + 1) % max(1, args.trials // 10) == 0:
+            print(f"trial {trial + 1}/{args.trials} done", flush=True)
+    _print_table(args, tally, designs, scenarios, noisy / max(runs_seen, 1), spreads)
+    return 0
+
+
+def _print_table(args, tally, designs, scenarios, noisy_share, spreads) -> None:
+    print()
+    print(f"runs with cv > {MAX_CV:.0%}: {noisy_share:.0%}")
+    print(
+        "spread between runs of one code (sd of the log judged figures of 6 A/A runs, rms "
+        "over trials): "
+        + ", ".join(
+            f"{st} {np.sqrt(np.mean(np.square(v))):.3f}"
+            for st, v in spreads.items()
+            if v
+        )
+    )
+    ab = [s for s, f in scenarios if f]
+    head = ["design", "statistic", "rule", "A/A false", "A/A inconcl."]
+    head += [f"{s} found" for s in ab] + [
+        f"{ab[-1]} in forward" if ab else "",
+        "slower called faster",
+    ]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for design in designs:
+        for statistic in STATISTICS:
+            for rule in RULES:
+                aa = (
+                    tally[(design, "A/A", statistic, rule)]
+                    if ("A/A", 0.0) in scenarios
+                    else None
+                )
+                cells = [design, statistic, rule]
+                cells += (
+                    [f"{aa['hit']}/{aa['n']}", f"{aa['inc']}/{aa['n']}"]
+                    if aa
+                    else ["-", "-"]
+                )
+                wrong = 0
+                for s in ab:
+                    t = tally[(design, s, statistic, rule)]
+                    cells.append(f"{t['hit']}/{t['n']}")
+                    wrong += t["wrong"]
+                if ab:
+                    last = tally[(design, ab[-1], statistic, rule)]
+                    cells.append(f"{last['phase']}/{last['n']}")
+                cells.append(str(wrong))
+                print("| " + " | ".join(cells) + " |")
+                if aa and rule == "weighed" and statistic == "p20":
+                    rate = aa["hit"] / aa["n"]
+                    print(
+                        f"TABLE|verdict_calibration|{design} p20 weighed: A/A false verdicts|"
+                        f"<= 5%|{rate:.0%}|{'yes' if rate <= 0.05 else 'no'}"
+                    )
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--trials", type=int, default=20, help="trials per design and scenario"
+        "--trials", type=int, default=10, help="trials per design and scenario"
     )
     parser.add_argument(
         "--iterations", type=int, default=30, help="measured steps a run"
@@ -216,130 +388,38 @@ def main() -> int:
         "--threshold", type=float, default=0.02, help="judged threshold"
     )
     parser.add_argument(
-        "--max-pairs", type=int, default=8, help="adaptive: most runs a side"
+        "--designs", nargs="+", default=["interleaved", "paired"], choices=DESIGNS
     )
     parser.add_argument(
-        "--max-cv",
+        "--scenarios",
+        nargs="+",
+        default=["A/A", "+5%", "+10%"],
+        help="A/A and the delays added to forward, as percentages of the quiet step",
+    )
+    parser.add_argument(
+        "--model", action="store_true", help="runs from verdict_model.py"
+    )
+    parser.add_argument(
+        "--model-quiet", action="store_true", help="--model without the load"
+    )
+    parser.add_argument(
+        "--model-run-sd",
         type=float,
-        default=0.10,
-        help="a run above this cv is untrusted, its pair inconclusive (a fixed-count cell's "
-        "10 %% limit; 1 judges every run, as cells that chose their iterations are)",
+        default=0.02,
+        help="--model: sd of a run's own state",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=52, help="--model: the seed of the draws"
+    )
+    parser.add_argument(
+        "--cap",
+        type=int,
+        default=20,
+        help="auto: the most runs a side (max_repetitions)",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--delay-s", type=float, default=0.0, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        print(json.dumps(one_run(args.iterations, args.warmup, args.delay_s)))
-        return 0
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analysis"))
-    quiet = float(np.median([run_once(args, 0.0)["step"] for _ in range(5)]))
-    print(
-        f"step {quiet * 1e3:.2f} ms (median of 5 runs); threshold {args.threshold:.0%}, "
-        f"max cv {args.max_cv:.0%}, {args.trials} trials, {args.iterations} iterations a run"
-    )
-    tally = {
-        (d, s): {
-            "n": 0,
-            "hit": 0,
-            "phase": 0,
-            "inc": 0,
-            "runs": 0,
-            "noisy": 0,
-            "s": 0.0,
-        }
-        for d in DESIGNS
-        for s, _ in SCENARIOS
-    }
-    spreads = []  # per A/A trial of 6 runs: sd of the log run medians
-    for trial in range(args.trials):
-        for scenario, fraction in SCENARIOS:
-            done, seconds = {}, {}
-            for design in DESIGNS:
-                start = time.perf_counter()
-                done[design] = design_runs(
-                    args, design, fraction * quiet, done.get("interleaved")
-                )
-                # the paired design's runs are the interleaved design's: its time too
-                seconds[design] = (
-                    time.perf_counter()
-                    - start
-                    + (seconds["interleaved"] if design == "paired" else 0.0)
-                )
-                decided, a, b = done[design]
-                if fraction == 0.0 and design in ("three", "interleaved"):
-                    # A/A: six runs of one code, the run-to-run spread of this trial
-                    spreads.append(
-                        float(np.std(np.log([r["step"] for r in a + b]), ddof=1))
-                    )
-                t = tally[(design, scenario)]
-                t["s"] += seconds[design]
-                t["n"] += 1
-                t["runs"] += len(a) + len(b)
-                t["noisy"] += sum(r["cv"] > 0.10 for r in a + b)
-                t["inc"] += decided == "inconclusive"
-                if fraction == 0.0:
-                    t["hit"] += decided in ("regression", "improvement")
-                elif decided == "regression":
-                    t["hit"] += 1
-                    t["phase"] += carried_by(a, b, 0.05) == "forward"
-                print(
-                    f"trial {trial + 1} {scenario:>4} {design:>11}: {decided} "
-                    f"({len(a)}+{len(b)} runs)",
-                    flush=True,
-                )
-    print()
-    spread = math.sqrt(float(np.mean(np.square(spreads)))) if spreads else math.nan
-    print(
-        f"run-to-run spread (sd of the log step medians of one code's 6 runs, pooled over "
-        f"{len(spreads)} A/A trials): {spread:.3f}; 3 runs a side resolve about "
-        f"{2.3 * spread:.0%} (2.3 x the spread, docs/measurement.md)"
-    )
-    head = (
-        "design",
-        "runs/trial",
-        "A/A false",
-        "+3% found",
-        "+10% found",
-        "+10% in forward",
-        "A/A inconcl.",
-        "runs cv>10%",
-        "s/trial",
-    )
-    print(" | ".join(head))
-    for design in DESIGNS:
-        aa, b3, b10 = (tally[(design, s)] for s, _ in SCENARIOS)
-        runs = sum(t["runs"] for t in (aa, b3, b10)) / sum(
-            t["n"] for t in (aa, b3, b10)
-        )
-        noisy = sum(t["noisy"] for t in (aa, b3, b10)) / sum(
-            t["runs"] for t in (aa, b3, b10)
-        )
-        seconds = sum(t["s"] for t in (aa, b3, b10)) / sum(
-            t["n"] for t in (aa, b3, b10)
-        )
-        row = (
-            design,
-            f"{runs:.1f}",
-            f"{aa['hit']}/{aa['n']}",
-            f"{b3['hit']}/{b3['n']}",
-            f"{b10['hit']}/{b10['n']}",
-            f"{b10['phase']}/{b10['n']}",
-            f"{aa['inc']}/{aa['n']}",
-            f"{noisy:.0%}",
-            f"{seconds:.1f}",
-        )
-        print(" | ".join(row))
-        rate = aa["hit"] / aa["n"] if aa["n"] else math.nan
-        print(
-            f"TABLE|verdict_calibration|{design}: A/A false verdicts|<= 5%|{rate:.0%}|"
-            f"{'yes' if rate <= 0.05 else 'no'}"
-        )
-        found = b10["hit"] / b10["n"] if b10["n"] else math.nan
-        print(
-            f"TABLE|verdict_calibration|{design}: +10% detected|>= 95% (interleaved)|"
-            f"{found:.0%}|{'yes' if found >= 0.95 else 'no'}"
-        )
-    return 0
+    return parser
 
 
 if __name__ == "__main__":
