@@ -144,8 +144,9 @@ install_venv() {
 # JAX, Keras) in an environment of their own, as a user's would be: scalebench's virtualenv
 # is never touched. Its torch is scalebench's (a .pth file puts that site-packages last on
 # the path, so pip sees torch installed and downloads it once only); scalebench-client is
-# pip-installed from a copy of protocol/client (pip builds in the folder it installs from),
-# which registers its Lightning entry point.
+# pip-installed from protocol/client as a user installs it (docs/programs.md#the-client; its
+# backend, flit_core, writes nothing into the checkout), which registers its Lightning entry
+# point.
 frameworks_venv="${SCALEBENCH_FRAMEWORKS_VENV:-$repo/.venv-frameworks}"
 install_frameworks_venv() {
   local want stamp="$frameworks_venv/.scalebench-requirements"
@@ -159,11 +160,7 @@ install_frameworks_venv() {
   "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' \
     >"$site/scalebench-project-torch.pth"
   pip_install "$frameworks_venv/bin/pip" -r tests/programs/requirements.txt
-  local copy
-  copy="$(mktemp -d)"
-  cp -r protocol/client "$copy/client"
-  pip_install "$frameworks_venv/bin/pip" --no-deps "$copy/client"
-  rm -rf "$copy"
+  pip_install "$frameworks_venv/bin/pip" --no-deps protocol/client
   echo "$want" >"$stamp"
 }
 

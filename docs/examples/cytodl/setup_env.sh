@@ -14,8 +14,9 @@
 #   --no-deps: uv does not look through .pth files, sees no torch, and given the chance
 #   installs a second torch with its CUDA libraries (5 GB) that then shadows the borrowed one.
 #   cyto-dl itself --no-deps too. --resolve resolves with pip, which does see the borrowed torch.
-# * scalebench's client (protocol/client) is installed from a copy, which registers its
-#   Lightning entry point: CytoDL's scripts never import scalebench.
+# * scalebench's client (protocol/client) is installed as a user installs it (its backend,
+#   flit_core, writes nothing into the checkout), which registers its Lightning entry
+#   point: CytoDL's scripts never import scalebench.
 # * Cached: nothing is installed when the stamp (requirements, client sources, the borrowed
 #   torch's version) matches; the links are remade every time (cheap), so the environment
 #   belongs to no clone: a new clone (CI) uses it with its own torch (./setup.sh test keeps it
@@ -122,10 +123,7 @@ else
   pip_install --only-binary=:all: --no-deps -r "$here/requirements.txt"
 fi
 pip_install --no-deps "cyto-dl==$cytodl_version"
-copy="$(mktemp -d)"
-cp -r "$repo/protocol/client" "$copy/client"
-pip_install --no-deps "$copy/client"
-rm -rf "$copy"
+pip_install --no-deps "$repo/protocol/client"
 "$env_dir/bin/python" -c 'import cyto_dl, lightning, monai, bioio, torch' ||
   { log "the environment does not import CytoDL's packages"; exit 1; }
 borrowed="$("$env_dir/bin/python" -c 'import os, torch; print(os.path.realpath(torch.__file__))')"

@@ -5,8 +5,8 @@
 #      in one operation, `bf16-autocast` that and bf16 forward passes, `shifted-outputs` that
 #      and a deliberate bug in its outputs (the accuracy check across branches fails it);
 #   2. builds the user's own environment `env/`: a virtualenv with scalebench-client
-#      installed by pip (torch borrowed from the project's virtualenv through a .pth file, so
-#      that nothing is downloaded);
+#      installed by pip (torch, pip and the client's build backend flit_core borrowed from the
+#      project's virtualenv through a .pth file, so that nothing is downloaded);
 #   3. runs branches.yaml under mpirun (1 orchestrator + 2 workers, CPU, world sizes 1 and
 #      2, gloo), prints the analysis with `main` as the baseline branch (accuracy column:
 #      `shifted-outputs` fails, the others pass) and the regression gate of
@@ -45,9 +45,9 @@ git_ checkout -q main
 "$python" -m venv --without-pip "$demo/env"
 site="$("$demo/env/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
 "$python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' >"$site/project-torch.pth"
-cp -r "$root/protocol/client" "$demo/client"  # pip builds in the folder it installs from
+# As docs/programs.md#the-client says, offline: pip and flit_core come through the .pth too.
 "$demo/env/bin/python" -m pip install --quiet --no-deps --no-build-isolation \
-  --no-index --disable-pip-version-check "$demo/client"
+  --no-index --disable-pip-version-check "$root/protocol/client"
 "$demo/env/bin/python" -c 'import scalebench_client, torch'
 cp "$here/branches.yaml" "$demo/matrix.yaml"
 
