@@ -221,7 +221,7 @@ check_tidy() {
 }
 check_ruff() {
   local paths=(analysis tests/analysis protocol/client docs/examples/programs docs/examples/own_model/aoti
-    docs/examples/cytodl)
+    docs/examples/cytodl tests/docs)
   "$python" -m ruff check "${paths[@]}" && "$python" -m ruff format --check "${paths[@]}"
 }
 # Real runs for the analysis suite: the quickstart, docs/examples/repetitions.yaml whose
