@@ -144,14 +144,14 @@ install_venv() {
 # JAX, Keras) in an environment of their own, as a user's would be: scalebench's virtualenv
 # is never touched. Its torch is scalebench's (a .pth file puts that site-packages last on
 # the path, so pip sees torch installed and downloads it once only); scalebench-client is
-# pip-installed from protocol/client as a user installs it (docs/programs.md#the-client; its
+# pip-installed from program/client as a user installs it (docs/programs.md#the-client; its
 # backend, flit_core, writes nothing into the checkout), which registers its Lightning entry
 # point.
 frameworks_venv="${SCALEBENCH_FRAMEWORKS_VENV:-$repo/.venv-frameworks}"
 install_frameworks_venv() {
   local want stamp="$frameworks_venv/.scalebench-requirements"
-  want="$(cat tests/programs/requirements.txt; cat protocol/client/pyproject.toml \
-    protocol/client/scalebench_client/*.py | sha256sum)"
+  want="$(cat tests/programs/requirements.txt; cat program/client/pyproject.toml \
+    program/client/scalebench_client/*.py | sha256sum)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return 0; fi
   log "installing the program-cell frameworks into $frameworks_venv"
   [[ -x "$frameworks_venv/bin/python" ]] || python3 -m venv "$frameworks_venv"
@@ -160,7 +160,7 @@ install_frameworks_venv() {
   "$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' \
     >"$site/scalebench-project-torch.pth"
   pip_install "$frameworks_venv/bin/pip" -r tests/programs/requirements.txt
-  pip_install "$frameworks_venv/bin/pip" --no-deps protocol/client
+  pip_install "$frameworks_venv/bin/pip" --no-deps program/client
   echo "$want" >"$stamp"
 }
 

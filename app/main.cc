@@ -1,7 +1,7 @@
 // The `scalebench` executable: dispatches to the command implementations, with the
 // LibTorch worker and program cells as the CellRunner of `scalebench run`.
 #include "orchestrator/cli.h"
-#include "protocol/program/program_cell.h"
+#include "program/program_cell.h"
 #include "worker/aoti_model.h"
 #include "worker/collective_probe.h"
 #include "worker/compiled_twin.h"

@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "common/base/build_info.h"
 #include "common/base/error.h"
 #include "common/base/exit_status.h"
+#include "common/base/subprocess.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in a header
 
@@ -55,6 +57,40 @@ std::string python_interpreter() {
       "scalebench was built without a Python interpreter for the analysis commands: set "
       "SCALEBENCH_PYTHON=/path/to/.venv/bin/python, or reconfigure with "
       "-DSCALEBENCH_PYTHON=... (setup.sh does this)");
+}
+
+AdaptiveLook look_at_results(const std::filesystem::path& results, int64_t round) {
+  SubprocessOptions options;
+  options.argv = {python_interpreter(),
+                  "-m",
+                  "scalebench_analysis",
+                  "decide",
+                  results.string(),
+                  "--look",
+                  std::to_string(round),
+                  "--format",
+                  "json"};
+  options.timeout_s = 120;
+  options.separate_stderr = true;
+  const SubprocessResult result = run_subprocess(options);
+  const auto tail = [](const std::string& text) {
+    return text.size() > 2000 ? text.substr(text.size() - 2000) : text;
+  };
+  if (result.exit_code != 0) {
+    throw Error("scalebench_analysis decide exited with " + std::to_string(result.exit_code) +
+                (result.timed_out ? " (timed out after 120 s)" : "") + ": " +
+                tail(result.error_output));
+  }
+  try {
+    const auto json = nlohmann::json::parse(result.output);
+    AdaptiveLook look;
+    for (const auto& id : json.at("undecided")) look.undecided.insert(id.get<std::string>());
+    look.summary = json.value("summary", std::string());
+    return look;
+  } catch (const nlohmann::json::exception& error) {
+    throw Error(std::string("scalebench_analysis decide printed no JSON look (") + error.what() +
+                "): " + tail(result.output));
+  }
 }
 
 int run_analysis(const std::vector<std::string>& args) {

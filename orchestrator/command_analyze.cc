@@ -1,6 +1,6 @@
-// `scalebench analyze|compare|report|trace|watch|history ...`: hands every argument to the Python
-// analysis package (analysis/, `python -m scalebench_analysis <command> <args...>`) and returns its
-// exit status. See docs/analysis-guide.md.
+// `scalebench analyze|compare|report|trace|watch|history|project ...`: hands every argument to the
+// Python analysis package (analysis/, `python -m scalebench_analysis <command> <args...>`) and
+// returns its exit status. See docs/analysis-guide.md.
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +37,7 @@ void add_analyze_commands(CLI::App& app, int& exit_status) {
       {"trace", "Per-rank timeline of a cell or a run as a Chrome/Perfetto trace"},
       {"watch", "Follow a running sweep from another terminal until it ends"},
       {"history", "Trend of the same cells across many results files, steps beyond noise flagged"},
+      {"project", "Predicted step, phases and scaling at more GPUs and nodes than were measured"},
   };
   for (const auto& [name, description] : commands) {
     add_forwarding_command(app, exit_status, name, description);

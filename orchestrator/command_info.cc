@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "common/results/reader.h"
-#include "common/results/store.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/summary_table.h"
+#include "results/reader.h"
+#include "results/store.h"
 
 namespace scalebench {
 namespace {

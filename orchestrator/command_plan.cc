@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/cell/settings.h"
-#include "common/matrix/resolved_matrix.h"
+#include "matrix/resolved_matrix.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/matrix_arguments.h"
 

@@ -9,8 +9,8 @@
 
 #include "common/base/error.h"
 #include "orchestrator/commands.h"
-#include "orchestrator/probe_file.h"
 #include "orchestrator/worker_job.h"
+#include "results/probe_file.h"
 
 namespace scalebench {
 namespace {

@@ -46,7 +46,10 @@ int run_command(const RunOptions& options, const WorkerFactory& worker) {
   if (!worker.make_runner) {
     throw FatalError("this scalebench build has no worker (built without LibTorch)");
   }
-  const WorkerContext context = discover_worker_context();
+  WorkerContext context = discover_worker_context();
+  // Note [Worker deadline]: a worker outlives rank 0's own limits by at most this.
+  context.overrun_limit_s =
+      options.watchdog_grace_s + options.hang_limit_s + kWorkerDeadlineMarginS;
   return rank == 0 ? run_orchestrator_rank(options, worker)
                    : run_worker_rank(worker, context, worker_log_options(options, rank));
 }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/base/error.h"
-#include "common/matrix/resolved_matrix.h"
+#include "matrix/resolved_matrix.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/submit_script.h"
 

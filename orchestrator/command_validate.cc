@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "common/base/diagnostics.h"
-#include "common/matrix/branch_resolution.h"
-#include "common/matrix/matrix.h"
-#include "common/matrix/resolved_matrix.h"
-#include "common/matrix/schema.h"
+#include "matrix/branch_resolution.h"
+#include "matrix/matrix.h"
+#include "matrix/resolved_matrix.h"
+#include "matrix/schema.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/console_text.h"
 #include "orchestrator/matrix_arguments.h"
-#include "orchestrator/program_preflight.h"
+#include "program/preflight/program_preflight.h"
 
 namespace scalebench {
 
@@ -168,6 +168,9 @@ void add_validate_command(CLI::App& app, int& exit_status, const WorkerFactory& 
           "add --preflight or leave --work-dir out");
     }
     const ExpandedMatrix matrix = load_matrix(options->matrix_path, options->limits());
+    // A local repository's refs are checked as run would (git rev-parse: cheap, no network,
+    // no worktree), every bad one with its line:column and the closest name (issue 54).
+    if (!matrix.repo.empty()) resolve_matrix_commits(matrix);
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
     if (const auto warning = aoti_loader_warning(matrix, worker); !warning.empty()) {
       std::cerr << wrap_words(warning, "", "  ");

@@ -15,7 +15,7 @@
 #include "common/base/logging.h"
 #include "common/base/subprocess.h"
 #include "common/cell/zoo_names.h"
-#include "common/matrix/branch_prepare.h"
+#include "matrix/branch_prepare.h"
 
 namespace scalebench {
 namespace {

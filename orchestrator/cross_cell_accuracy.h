@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "common/cell/cell_spec.h"
-#include "common/matrix/matrix.h"
-#include "common/results/store.h"
+#include "matrix/matrix.h"
+#include "results/store.h"
 
 namespace scalebench {
 

@@ -6,7 +6,7 @@
 
 #include "common/base/error.h"
 #include "common/base/logging.h"
-#include "common/results/provenance.h"
+#include "results/provenance.h"
 
 namespace scalebench {
 

@@ -40,8 +40,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/results/store.h"
 #include "orchestrator/orchestrator.h"
+#include "results/store.h"
 
 namespace scalebench {
 

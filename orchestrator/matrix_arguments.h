@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "common/matrix/matrix.h"
+#include "matrix/matrix.h"
 
 namespace scalebench {
 

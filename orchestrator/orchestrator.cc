@@ -129,14 +129,29 @@ class Loop {
   OrchestratorOutcome run() {
     ProgressWatchdog watchdog(options_.hang_limit_s);  // Note [Rank 0 watchdog]
     fault_point("start", 0);
+    adaptive_.emplace(cells_);  // Note [Adaptive repetitions]
+    started_ = Clock::now();
     auto pending = schedulable(cells_, workers_.size());
-    scheduler_.emplace(slots(workers_), std::move(pending), options_.scheduling);
+    const std::vector<size_t> initial = adaptive_->initial();
+    std::vector<PendingCell> now;
+    for (const auto& cell : pending) {
+      if (std::binary_search(initial.begin(), initial.end(), cell.index)) {
+        now.push_back(cell);
+      } else {
+        held_.emplace(cell.index, cell);
+      }
+    }
+    scheduler_.emplace(slots(workers_), std::move(now), options_.scheduling);
     PollBackoff backoff;  // Note [Polling back-off]
-    while (!scheduler_->done() && !outcome_.abort_message) {
+    while ((!scheduler_->done() || (adaptive_->holding() && !stopping_)) &&
+           !outcome_.abort_message) {
       watchdog.beat();
       handle_signals();
       if (outcome_.abort_message) break;
-      if (!stopping_) dispatch();
+      if (!stopping_) {
+        look_if_due();
+        dispatch();
+      }
       if (auto message =
               try_receive_message(MPI_ANY_SOURCE, {Tag::kResult, Tag::kProgress}, MPI_COMM_WORLD)) {
         if (message->tag == Tag::kProgress) {
@@ -171,6 +186,7 @@ class Loop {
       if (!seen.insert(cell.cell_id).second) {
         SB_LOG(warning) << "cell " << cell.cell_id << " (" << cell_label(cell)
                         << ") appears twice in the matrix; it runs once";
+        if (adaptive_) adaptive_->finished(i);  // never runs: no round waits for it
         continue;
       }
       if (auto reason = unschedulable_reason(cell.world_size, static_cast<int>(worker_count))) {
@@ -185,6 +201,7 @@ class Loop {
   }
 
   void finished(const CellSpec& cell, CellStatus status) {
+    if (adaptive_) adaptive_->finished(static_cast<size_t>(&cell - cells_.data()));
     ++outcome_.counts[status];
     progress_.cell_finished(status);
     SB_LOG(info) << progress_.line() << "  " << cell_label(cell) << ": " << to_string(status);
@@ -198,6 +215,7 @@ class Loop {
   void stop() {
     stopping_ = true;
     if (scheduler_) outcome_.not_started += scheduler_->drop_pending().size();
+    if (adaptive_) outcome_.not_started += adaptive_->drop_held();
   }
 
   void handle_signals() {
@@ -220,6 +238,46 @@ class Loop {
           "second stop signal: running cells recorded as interrupted; "
           "rerun with --resume to finish them";
       outcome_.abort_status = kExitInterrupted;
+    }
+  }
+
+  /// Note [Adaptive repetitions]: when every run of the rounds before a held one finished,
+  /// the file is made durable, the analysis looks, and the round is released for the
+  /// undecided series; the decided (or out-of-budget) series' held runs are recorded skipped.
+  void look_if_due() {
+    for (int64_t round = adaptive_->round_ready(); round >= 0; round = adaptive_->round_ready()) {
+      const double budget_s = adaptive_->budget_s();
+      const double elapsed_s = std::chrono::duration<double>(Clock::now() - started_).count();
+      const bool out_of_budget = budget_s > 0 && elapsed_s > budget_s;
+      AdaptiveLook look;
+      look.undecided = adaptive_->held_series();
+      if (!out_of_budget && options_.look) {
+        try {
+          sink_.flush();
+          look = options_.look(round);
+        } catch (const std::exception& error) {
+          SB_LOG(warning) << "repetitions auto: the look before round " << round + 1
+                          << " failed, so the round runs for every series: " << error.what();
+          look.undecided = adaptive_->held_series();
+        }
+      }
+      if (!look.summary.empty()) SB_LOG(info) << "repetitions auto: " << look.summary;
+      std::vector<size_t> retired;
+      const std::vector<size_t> released = adaptive_->release(round, look, out_of_budget, retired);
+      for (const size_t index : retired) {
+        held_.erase(index);
+        sink_.mark_skipped(cells_[index], adaptive_->reason_of(index));
+        finished(cells_[index], CellStatus::kSkipped);
+      }
+      std::vector<PendingCell> next;
+      for (const size_t index : released) {
+        if (const auto it = held_.find(index); it != held_.end()) {
+          next.push_back(it->second);
+          held_.erase(it);
+        }
+      }
+      scheduler_->add_pending(next);
+      if (!next.empty()) return;
     }
   }
 
@@ -390,6 +448,9 @@ class Loop {
   Progress progress_;
   const std::vector<WorkerHello>& workers_;
   std::optional<Scheduler> scheduler_;
+  std::optional<AdaptiveRounds> adaptive_;  ///< Note [Adaptive repetitions]
+  std::map<size_t, PendingCell> held_;      ///< adaptive runs not yet released, by index
+  Clock::time_point started_;
   std::map<std::string, RunningCell> running_;
   bool stopping_ = false;
   OrchestratorOutcome outcome_;

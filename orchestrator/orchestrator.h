@@ -24,6 +24,7 @@
 #include "common/base/exit_status.h"
 #include "common/cell/cell_spec.h"
 #include "common/cell/messages.h"
+#include "orchestrator/adaptive_rounds.h"
 #include "orchestrator/run_options.h"
 
 namespace scalebench {
@@ -77,6 +78,10 @@ struct OrchestratorOptions {
   /// `artifact` and `tree` (CellInputs::attach in production; unset: neither is sent). A
   /// CellError from it records the cell `failed` in the error's phase, and the run goes on.
   std::function<void(const CellSpec&, Assignment&)> attach_inputs;
+  /// Note [Adaptive repetitions] (orchestrator/adaptive_rounds.h): a look before adaptive
+  /// round `round` (the file is durable when it is called); unset: every round runs. A throw
+  /// is logged and the round runs (more runs, never a verdict the analysis did not make).
+  std::function<AdaptiveLook(int64_t round)> look;
 };
 
 /// How the loop ended.

@@ -9,8 +9,6 @@
 #include "common/base/exit_status.h"
 #include "common/base/logging.h"
 #include "common/cell/repetition_stats.h"
-#include "common/results/overview.h"
-#include "common/results/reader.h"
 #include "orchestrator/analysis_process.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
@@ -24,6 +22,8 @@
 #include "protocol/job_control.h"
 #include "protocol/mpi_comm.h"
 #include "protocol/signals.h"
+#include "results/overview.h"
+#include "results/reader.h"
 
 namespace scalebench {
 namespace {
@@ -171,6 +171,10 @@ int run_orchestrator_rank(const RunOptions& options, const WorkerFactory& worker
                     worktrees_of(matrix.branches()));
   orchestration.attach_inputs = [&inputs](const CellSpec& cell, Assignment& assignment) {
     inputs.attach(cell, assignment);
+  };
+  // Note [Adaptive repetitions]: the analysis looks at the durable file between rounds.
+  orchestration.look = [path = options.output_path](int64_t round) {
+    return look_at_results(path, round);
   };
   OrchestratorOutcome outcome;
   int status = kExitOk;

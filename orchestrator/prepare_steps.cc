@@ -5,7 +5,7 @@
 
 #include "common/base/logging.h"
 #include "common/base/subprocess.h"
-#include "common/matrix/branch_prepare.h"
+#include "matrix/branch_prepare.h"
 
 namespace scalebench {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "common/matrix/git_repo.h"
-#include "common/matrix/matrix.h"
+#include "matrix/git_repo.h"
+#include "matrix/matrix.h"
 #include "orchestrator/orchestrator.h"
 
 namespace scalebench {

@@ -33,7 +33,7 @@ struct RunOptions {
   bool retry_failed = false;  ///< --retry-failed: with --resume, re-run failed/oom/timeout cells
   bool fail_fast = false;     ///< --fail-fast: stop dispatching after the first non-ok cell
   /// false: --no-preflight, the program cells' configurations are not checked before the
-  /// first cell (Note [Program preflight] in orchestrator/program_preflight.h).
+  /// first cell (Note [Program preflight] in program/preflight/program_preflight.h).
   bool preflight = true;
   std::optional<SchedulingMode> scheduling;  ///< --scheduling; nullopt = the matrix's setting
   /// --order-seed: seed of the interleaved repetitions' order (orchestrator/dispatch_order.h);

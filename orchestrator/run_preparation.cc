@@ -6,14 +6,14 @@
 
 #include "common/base/escaped_text.h"
 #include "common/base/logging.h"
-#include "common/matrix/stored_text.h"
-#include "common/results/cells.h"
-#include "common/results/provenance.h"
+#include "matrix/stored_text.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/dispatch_order.h"
 #include "orchestrator/orchestrator.h"
-#include "orchestrator/program_preflight.h"
+#include "program/preflight/program_preflight.h"
 #include "protocol/mpi_comm.h"
+#include "results/cells.h"
+#include "results/provenance.h"
 
 namespace scalebench {
 namespace {

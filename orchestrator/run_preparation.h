@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "common/cell/messages.h"
-#include "common/matrix/resolved_matrix.h"
-#include "common/results/lock.h"
-#include "common/results/store.h"
+#include "matrix/resolved_matrix.h"
 #include "orchestrator/run_options.h"
 #include "protocol/worker_factory.h"
+#include "results/lock.h"
+#include "results/store.h"
 
 namespace scalebench {
 

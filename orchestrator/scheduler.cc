@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "common/matrix/branch_resolution.h"
+#include "matrix/branch_resolution.h"
 
 namespace scalebench {
 
@@ -142,6 +142,10 @@ std::vector<Dispatch> Scheduler::take_dispatches() {
 void Scheduler::release(const std::vector<int>& members) {
   for (const int rank : members) free_.insert(rank);
   if (running_ > 0) --running_;
+}
+
+void Scheduler::add_pending(const std::vector<PendingCell>& cells) {
+  pending_.insert(pending_.end(), cells.begin(), cells.end());
 }
 
 std::vector<PendingCell> Scheduler::drop_pending() {

@@ -75,6 +75,8 @@ class Scheduler {
   std::vector<Dispatch> take_dispatches();
   /// The group of a finished cell is free again.
   void release(const std::vector<int>& members);
+  /// Appends cells to the queue (Note [Adaptive repetitions]: a round released after a look).
+  void add_pending(const std::vector<PendingCell>& cells);
   /// Forgets every pending cell (stop requested); returns them.
   std::vector<PendingCell> drop_pending();
 

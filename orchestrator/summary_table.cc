@@ -8,16 +8,24 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/base/diagnostics.h"
 #include "common/cell/cell_spec.h"
 #include "common/cell/repetition_stats.h"
 #include "common/cell/stats.h"
-#include "common/results/cells.h"
-#include "common/results/model_flops.h"
-#include "common/results/overview.h"
 #include "orchestrator/console_text.h"
+#include "results/cells.h"
+#include "results/model_flops.h"
+#include "results/overview.h"
 
 namespace scalebench {
 namespace {
+
+std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
 
 /// The CellSpec of a stored spec; nullopt where it cannot be read back (a damaged or older
 /// file).
@@ -42,11 +50,52 @@ std::string variant_of(const nlohmann::json& spec) {
   return variant;
 }
 
+/// A stored flag of the summary (int8 or bool); true when absent.
+bool flag_holds(const nlohmann::json& summary, const char* name) {
+  if (!summary.contains(name)) return true;
+  const auto& value = summary.at(name);
+  return value.is_boolean() ? value.get<bool>() : (value.is_number() && value != 0);
+}
+
+/// Why a cell is not trusted, in the words of the analysis's trust table (tables/quality.py):
+/// one notion of trust in every table (issue 54).
+std::string untrusted_because(const nlohmann::json& summary, const nlohmann::json& cell) {
+  std::vector<std::string> reasons;
+  if (!flag_holds(summary, "valid_enough_iterations")) {
+    reasons.push_back("only " + std::to_string(overview_integer(summary, "count")) +
+                      " samples (< " +
+                      std::to_string(overview_integer(summary, "min_valid_iterations")) + ")");
+  }
+  if (!flag_holds(summary, "valid_cv")) {
+    const std::string stop = overview_text(summary, "stop_reason");
+    if (stop == "budget" || stop == "cap") {
+      reasons.push_back("interval short of ci_width (stopped on its " + stop +
+                        "): raise max_seconds or max_iterations, or ci_width");
+    } else {
+      reasons.push_back("cv " + fixed(100 * overview_number(summary, "cv"), 1) + "% > " +
+                        fixed(100 * overview_number(summary, "max_valid_cv"), 0) + "%");
+    }
+  }
+  if (!flag_holds(summary, "valid_replicas_in_sync")) {
+    reasons.push_back("replicas out of sync (param_checksum differs)");
+  }
+  const auto untrusted = cell.value("untrusted_reasons", nlohmann::json());
+  if (untrusted.is_array()) {
+    for (const auto& reason : untrusted) {
+      if (reason.is_string()) reasons.push_back(reason.get<std::string>());
+    }
+  }
+  return join(reasons, "; ");
+}
+
 SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   SummaryRow row;
   const nlohmann::json spec = overview_json(cell.value("spec", nlohmann::json::object()));
   row.variant = variant_of(spec);
   row.cell_id = id.empty() ? overview_text(cell, "cell_id") : id;
+  const auto stored = stored_spec(spec);
+  row.label = stored ? cell_label(*stored) : row.cell_id;
+  row.cpu_threads = overview_integer(spec, "cpu_threads");
   row.branch = overview_text(spec, "branch");
   row.experiment = overview_text(spec, "experiment");
   row.mode = overview_text(spec, "mode");
@@ -69,6 +118,7 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
     if (summary.contains("valid")) {
       const auto& valid = summary.at("valid");
       row.valid = valid.is_boolean() ? valid.get<bool>() : (valid.is_number() && valid != 0);
+      if (!*row.valid) row.untrusted_because = untrusted_because(summary, cell);
     }
   }
   const auto accuracy = cell.value("accuracy", nlohmann::json());
@@ -81,13 +131,6 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
     }
   }
   return row;
-}
-
-std::string fixed(double value, int decimals) {
-  if (std::isnan(value)) return "-";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
 }
 
 /// The '#' header and units lines and one line per row, every column right-aligned to its
@@ -141,8 +184,8 @@ std::map<std::string, size_t> status_counts(const std::vector<SummaryRow>& rows)
 }
 
 std::string format_summary_table(const std::vector<SummaryRow>& rows) {
-  std::vector<std::string> header{"branch", "experiment", "mode",  "batch",    "world", "metric",
-                                  "median", "samples",    "valid", "accuracy", "status"};
+  std::vector<std::string> header{"branch", "experiment", "mode",    "batch",    "world", "metric",
+                                  "median", "samples",    "trusted", "accuracy", "status"};
   std::vector<std::string> units{"", "", "", "", "", "", "(ms)", "(/s)", "", "", ""};
   std::vector<std::vector<std::string>> table;
   table.reserve(rows.size());
@@ -154,7 +197,7 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
                          : std::to_string(row.batch_size),
                      std::to_string(row.world_size), row.metric.empty() ? "-" : row.metric,
                      fixed(row.median_s * 1e3, 3), fixed(row.throughput_samples_per_s, 1),
-                     row.valid ? (*row.valid ? "1" : "0") : "-",
+                     row.valid ? (*row.valid ? "yes" : "no") : "-",
                      row.accuracy.empty() ? "-" : row.accuracy, row.status});
   }
   // A column "variant" (precision and settings) only where a cell is not plain fp32: tables
@@ -188,7 +231,16 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
   out << "\n";
   for (const auto& row : rows) {
     if (row.status != "ok" && !row.reason.empty()) {
-      out << "#  " << row.cell_id << " " << row.status << ": " << row.reason << "\n";
+      out << "#  " << row.label << " " << row.status << ": " << row.reason << "\n";
+    }
+  }
+  // One notion of trust (tables/quality.py): every untrusted cell with its reason.
+  for (const auto& row : rows) {
+    if (row.valid && !*row.valid) {
+      out << wrap_words(row.label + " not trusted: " +
+                            (row.untrusted_because.empty() ? std::string("see `scalebench analyze`")
+                                                           : row.untrusted_because),
+                        "#  ", "#    ");
     }
   }
   // Note [CPU oversubscription]: one line for every cell that ran more busy threads than
@@ -201,15 +253,24 @@ std::string format_summary_table(const std::vector<SummaryRow>& rows) {
     if (worst == nullptr || row.cpu_threads_per_core > worst->cpu_threads_per_core) worst = &row;
   }
   if (worst != nullptr) {
+    // With cpu_threads auto (cores / workers) the threads already fit the cores, and what
+    // exceeds them is the training cells' MPI communication thread: the node has fewer than
+    // two cores a worker, which no setting of the cell changes. A note, not a warning.
+    const bool auto_threads = worst->cpu_threads == 0;
+    const std::string what = std::to_string(oversubscribed) + " cell" +
+                             (oversubscribed == 1 ? "" : "s") +
+                             " ran more busy CPU threads than cores (worst " +
+                             fixed(worst->cpu_threads_per_core, 2) + " per core: " + worst->label +
+                             "): their backward / comm_wait split reflects core " + "contention; ";
+    const std::string remedy =
+        auto_threads
+            ? "cpu_threads is already auto (cores / workers): each training worker's MPI "
+              "communication thread needs a core of its own, so run fewer workers a node for a "
+              "clean split "
+            : "set cpu_threads so that workers x (cpu_threads + 1) <= cores, or leave it auto ";
     out << wrap_words(
-        std::to_string(oversubscribed) + " cell" + (oversubscribed == 1 ? "" : "s") +
-            " ran more busy CPU threads than cores (worst " +
-            fixed(worst->cpu_threads_per_core, 2) + " per core: " + worst->cell_id + " " +
-            worst->experiment + " " + worst->mode +
-            "): their backward / comm_wait split reflects core contention; set cpu_threads "
-            "so that workers x (cpu_threads + 1) <= cores "
-            "(docs/metrics.md#cpu-threads-and-the-backward--comm_wait-split)",
-        "# warning: ", "#   ");
+        what + remedy + "(docs/metrics.md#cpu-threads-and-the-backward--comm_wait-split)",
+        auto_threads ? "# note: " : "# warning: ", "#   ");
   }
   return out.str();
 }
@@ -367,7 +428,11 @@ std::string format_series_table(const nlohmann::json& overview) {
                      fixed(s.throughput, 1), interval(s.throughput_interval, 1.0, 1),
                      std::isnan(s.spread_rel) ? "-" : fixed(s.spread_rel * 100.0, 1) + "%",
                      s.disagree ? "DISAGREE" : ""});
-    if (s.disagree) disagreeing.push_back(s.series_id);
+    if (s.disagree) {  // named by label without its "/rep<k>" (issue 54: no hex ids)
+      std::string label = row.label;
+      if (const size_t rep = label.rfind("/rep"); rep != std::string::npos) label.resize(rep);
+      disagreeing.push_back(label);
+    }
   }
   std::ostringstream out;
   out << "# Repetitions: median over the ok repetitions, 95% bootstrap interval "

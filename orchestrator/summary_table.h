@@ -29,12 +29,20 @@ struct SummaryRow {
   double median_s = 0.0;
   double throughput_samples_per_s = 0.0;
   std::optional<bool> valid;  ///< nullopt without a summary
+  /// Why a cell with a summary is not trusted ("cv 18.0% > 10%; ..."), the words of the
+  /// analysis's trust table (tables/quality.py); "" when trusted or without a summary.
+  std::string untrusted_because;
   /// Note [Accuracy validation]: "passed", "FAIL <first failed check>", "" when the cell
   /// was not validated.
   std::string accuracy;
-  /// Note [CPU oversubscription] (common/results/cell_summary.cc): busy CPU threads per core of the
+  /// Note [CPU oversubscription] (results/cell_summary.cc): busy CPU threads per core of the
   /// most loaded node; NaN when not recorded.
   double cpu_threads_per_core = 0.0;
+  /// The cell's label (cell_label: branch, experiment, mode, batch, world, variant), or its id
+  /// where the stored spec cannot be read back: how warnings name the cell.
+  std::string label;
+  /// The spec's cpu_threads (0: auto, the node's cores / its workers).
+  long long cpu_threads = 0;
   std::string status;
   std::string reason;
 };
@@ -68,7 +76,7 @@ nlohmann::json info_json(const std::string& file, const nlohmann::json& overview
 /// "# damaged: <problem>" for the root; "" when there is none. Pure.
 std::string format_damage(const nlohmann::json& overview);
 
-/// "# MFU ..." lines, one per cell whose model FLOPs are known (common/results/model_flops.h):
+/// "# MFU ..." lines, one per cell whose model FLOPs are known (results/model_flops.h):
 /// achieved TFLOP/s, and on a GPU of the peak table its peak and MFU; "" when no cell has
 /// FLOPs. Without `achieved_only_rows`, cells with no MFU (a CPU, an unknown GPU) are left
 /// out (the end of `scalebench run`; `info` shows them all).

@@ -22,6 +22,9 @@ struct WorkerContext {
   int local_index = 0;    ///< index among this node's worker ranks (selects the GPU)
   int local_workers = 1;  ///< number of worker ranks on this node
   int node_cores = 1;     ///< CPU cores of this node (std::thread::hardware_concurrency)
+  /// Note [Worker deadline] (protocol/worker_loop.h): seconds past a cell's timeout_s after
+  /// which this rank ends itself, whether or not rank 0 can be reached (0: never).
+  double overrun_limit_s = 0;
 };
 
 class CellRunner {

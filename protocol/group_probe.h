@@ -1,7 +1,7 @@
 // One probe of a batch search, agreed by a group (Note [Group probes] in worker/batch_probe.h):
 // every rank's local view, reduced with MPI_Allreduce to the worst status, the slowest times
 // and the largest peak. Shared by the built-in workloads (worker/batch_probe.cc) and program
-// cells (protocol/program/program_cell.cc). Torch-free.
+// cells (program/program_cell.cc). Torch-free.
 #pragma once
 
 #include <mpi.h>

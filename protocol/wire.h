@@ -48,7 +48,7 @@ enum class Tag : int {
   kHello = 103,     ///< worker -> rank 0: WorkerHello, once at start
   kProgress = 104,  ///< group rank 0 of a cell -> rank 0: CellProgress, at a bounded rate
   /// group rank -> the other ranks of its group: its program failed, end yours (Note
-  /// [Program cells], protocol/program/program_cell.cc); empty payload, on the group communicator
+  /// [Program cells], program/program_cell.cc); empty payload, on the group communicator
   kProgramStop = 105,
 };
 

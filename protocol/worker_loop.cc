@@ -1,10 +1,15 @@
 #include "protocol/worker_loop.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "common/base/cpu_model.h"
+#include "common/base/deadline_watchdog.h"
 #include "common/base/error.h"
 #include "common/base/logging.h"
 #include "protocol/fault_injection.h"
@@ -50,6 +55,8 @@ RankResult run_assignment(CellRunner& runner, const Assignment& assignment,
   SB_LOG(info) << "cell " << cell_label(assignment.cell) << " as group rank " << position << " of "
                << assignment.members.size();
   RankResult result;
+  // Note [Worker deadline]: past it this rank ends itself, rank 0 reachable or not.
+  const auto own_deadline = watch_own_deadline(assignment.cell, context);
   try {
     const Communicator group =
         create_group_communicator(assignment.members, group_creation_tag(assignment.members));
@@ -74,6 +81,26 @@ RankResult run_assignment(CellRunner& runner, const Assignment& assignment,
 }
 
 }  // namespace
+
+std::unique_ptr<DeadlineWatchdog> watch_own_deadline(const CellSpec& cell,
+                                                     const WorkerContext& context) {
+  if (context.overrun_limit_s <= 0) return nullptr;
+  const double limit_s = cell.timeout_s + context.overrun_limit_s;
+  return std::make_unique<DeadlineWatchdog>(
+      DeadlineWatchdog::Clock::now() +
+          std::chrono::duration_cast<DeadlineWatchdog::Clock::duration>(
+              std::chrono::duration<double>(limit_s)),
+      [limit_s, rank = context.world_rank, label = cell_label(cell)] {
+        const std::string line = "scalebench: worker rank " + std::to_string(rank) +
+                                 " ends itself: cell " + label + " is still running " +
+                                 std::to_string(static_cast<long long>(limit_s)) +
+                                 " s after it started (timeout_s + watchdog grace + hang limit + "
+                                 "margin), so rank 0 is unreachable or the job is over (Note "
+                                 "[Worker deadline])\n";
+        [[maybe_unused]] const auto written = ::write(STDERR_FILENO, line.data(), line.size());
+        ::_exit(kExitWorkerDeadline);
+      });
+}
 
 int group_creation_tag(const std::vector<int>& members) {
   return kGroupTagBase + (members.empty() ? 0 : members.front());

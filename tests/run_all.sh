@@ -160,7 +160,7 @@ ctest_sampled() {
   fi
   return "$rc"
 }
-cpp_sources() { git ls-files '*.h' '*.cc' | grep -E '^(common|protocol|orchestrator|worker|app|tests)/'; }
+cpp_sources() { git ls-files '*.h' '*.cc' | grep -E '^(common|matrix|results|protocol|program|orchestrator|worker|app|tests)/'; }
 check_format() { cpp_sources | xargs clang-format --dry-run --Werror; }
 # Note [clang-tidy in CI]
 # Every tracked .cc outside tests/ is checked, so a new top-level folder is covered without an
@@ -220,7 +220,7 @@ check_tidy() {
   return "$failed"
 }
 check_ruff() {
-  local paths=(analysis tests/analysis protocol/client docs/examples/programs docs/examples/own_model/aoti
+  local paths=(analysis tests/analysis program/client docs/examples/programs docs/examples/own_model/aoti
     docs/examples/cytodl tests/docs)
   "$python" -m ruff check "${paths[@]}" && "$python" -m ruff format --check "${paths[@]}"
 }

@@ -14,9 +14,9 @@
 
 #include "common/base/error.h"
 #include "common/base/logging.h"
-#include "common/cell/batch_refinement.h"
 #include "common/cell/stats.h"
 #include "protocol/cell_progress_reporter.h"
+#include "protocol/group_batch_search.h"
 #include "protocol/group_probe.h"
 #include "protocol/mpi_check.h"
 #include "worker/infer_workload.h"
@@ -99,26 +99,6 @@ void loop_statistics(const LoopResult& loop, const Workload& workload, LocalProb
   local.timed_out = loop.timed_out;
 }
 
-/// Note [Batch search start]: after a non-memory failure of the probe of `batch`, restarts
-/// `search` at twice that batch when nothing has fit yet and max_batch is not reached, and
-/// records why in `outcome`; false when the failure must fail the cell. `failure` is this
-/// rank's reason ("" when another rank failed): every rank decides alike from the search.
-bool move_start_up(BatchSearch& search, int64_t batch, const CellSpec& cell,
-                   const std::string& failure, BatchSearchOutcome& outcome) {
-  if (search.max_ok() > 0 || batch >= cell.max_batch) return false;
-  const int64_t start = std::min(batch * 2, cell.max_batch);
-  search = BatchSearch(start, cell.max_batch);
-  outcome.start_batch = start;
-  if (outcome.start_reason.empty()) {  // the first failure says why; later ones only move on
-    const std::string detail = failure.substr(0, failure.find('\n'));
-    outcome.start_reason =
-        "min_batch: batch " + std::to_string(batch) + " failed for a reason other than memory" +
-        (detail.empty() ? std::string(" (on another rank)") : " (" + detail + ")");
-  }
-  SB_LOG(info) << "batch search: " << batch << " failed (not memory); starting at " << start;
-  return true;
-}
-
 double test_budget_or(double budget, int world_rank) {
   return g_test_budget_rank.load() == world_rank ? g_test_budget_bytes.load() : budget;
 }
@@ -145,7 +125,6 @@ void set_memory_budget_for_testing(int world_rank, double budget_bytes) {
 void search_batch(const Assignment& assignment, const torch::Device& device, MPI_Comm group,
                   int node_workers, Clock::time_point deadline, BatchSearchOutcome& outcome) {
   const CellSpec& cell = assignment.cell;
-  const auto start = Clock::now();
   int world = 1;
   int world_rank = 0;
   MPI_CHECK(MPI_Comm_size(group, &world));
@@ -165,34 +144,28 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
       memory_budget_bytes(cell.memory_limit_mb, device, node_workers, /*for_search=*/true),
       world_rank);
 
-  BatchSearch search(cell.min_batch, cell.max_batch);
-  // Probes `batch` on the group and records it in outcome.probes; its fit, or nullopt when
-  // a non-memory failure moved the search's start up (Note [Batch search start]).
-  const auto probe_batch = [&](int64_t batch) -> std::optional<bool> {
-    outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
+  // Probes `batch` on the group (Note [Group probes]); the loop, its start, refinement and time
+  // are the shared search's (protocol/group_batch_search.h).
+  const ProbeOneBatch probe_batch = [&](int64_t batch, Clock::time_point probe_deadline) {
     probe_stage = "probe b" + std::to_string(batch);
     // Note [Group probes]: a lone step first, so that an OOM never strands a collective.
     if (train && world > 1) {
       const LocalProbe alone = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe&) {
         auto workload =
             make_workload(probe_assignment(assignment, batch, 0), device, MPI_COMM_SELF);
-        run_timed_loop(*workload, probe_loop(device, MPI_COMM_SELF, deadline, {}));
+        run_timed_loop(*workload, probe_loop(device, MPI_COMM_SELF, probe_deadline, {}));
       });
-      const GroupOutcome lone = reduce_probe(alone, batch, world, group);
+      GroupOutcome lone = reduce_probe(alone, batch, world, group);
       if (lone.failed || lone.probe.status != ProbeStatus::kOk) {
-        if (lone.failed) {
-          if (move_start_up(search, batch, cell, alone.failure, outcome)) return std::nullopt;
-          throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, alone.failure));
+        lone.probe.median_s = 0;
+        lone.probe.p99_s = 0;
+        lone.probe.throughput = 0;
+        lone.probe.times_s.clear();
+        if (!lone.failed) {
+          SB_LOG(info) << "batch search: " << batch << " " << to_string(lone.probe.status)
+                       << " (one step per rank alone)";
         }
-        BatchProbe failed = lone.probe;
-        failed.median_s = 0;
-        failed.p99_s = 0;
-        failed.throughput = 0;
-        failed.times_s.clear();
-        outcome.probes.push_back(failed);
-        SB_LOG(info) << "batch search: " << batch << " " << to_string(failed.status)
-                     << " (one step per rank alone)";
-        return false;
+        return GroupProbeRun{lone, alone.failure};
       }
     }
     const LocalProbe local = measured_attempt(device, outcome.budget_bytes, [&](LocalProbe& probe) {
@@ -200,55 +173,18 @@ void search_batch(const Assignment& assignment, const torch::Device& device, MPI
           make_workload(probe_assignment(assignment, batch, cell.probe_iterations), device, group);
       workload->connect();
       const LoopResult loop =
-          run_timed_loop(*workload, probe_loop(device, group, deadline, report_probe));
+          run_timed_loop(*workload, probe_loop(device, group, probe_deadline, report_probe));
       loop_statistics(loop, *workload, probe);
     });
-    const GroupOutcome reduced = reduce_probe(local, batch, world, group);
-    if (reduced.failed) {
-      if (move_start_up(search, batch, cell, local.failure, outcome)) return std::nullopt;
-      throw CellError(FailurePhase::kBatchSearch, probe_failed_reason(batch, local.failure));
-    }
-    if (reduced.timed_out) {
-      throw CellError(FailurePhase::kBatchSearch,
-                      search_timeout_reason(batch, outcome.probes.size()));
-    }
-    outcome.probes.push_back(reduced.probe);
-    SB_LOG(info) << "batch search: " << batch << " " << to_string(reduced.probe.status)
-                 << ", median " << reduced.probe.median_s * 1e3 << " ms, peak "
-                 << reduced.probe.peak_memory_bytes / (1 << 20) << " MiB";
-    return reduced.probe.status == ProbeStatus::kOk;
+    return GroupProbeRun{reduce_probe(local, batch, world, group), local.failure};
   };
-  while (const auto next = search.next()) {
-    if (const auto fits = probe_batch(*next)) search.record(*fits);
+  outcome.search = search_group_batch(cell, outcome.budget_bytes, probe_batch, deadline, group);
+  const GroupSearchResult& search = outcome.search;
+  if (search.failed && search.status == CellStatus::kOom) {
+    throw OutOfMemoryError(FailurePhase::kBatchSearch, search.reason);
   }
-
-  // Note [Batch refinement]: one more probe at the largest batch the memory line puts
-  // inside the margin, when the search did not measure it.
-  GroupChoice choice = choose_batch(outcome.probes, cell, outcome.budget_bytes, group);
-  if (choice.figures.max_batch_ok > 0) {
-    const auto refined =
-        refined_batch(outcome.probes, {.safety_margin = cell.safety_margin,
-                                       .latency_slo_s = cell.latency_slo_ms / 1000.0,
-                                       .memory_budget_bytes = choice.budget_bytes});
-    if (refined) {
-      SB_LOG(info) << "batch search: refining inside the margin at " << *refined;
-      // The search already has its answer: a refinement probe that fails for another
-      // reason than memory (every rank alike: the outcome is reduced) is dropped, not fatal.
-      try {
-        if (probe_batch(*refined)) outcome.refined_batch = *refined;
-      } catch (const CellError& error) {
-        SB_LOG(warning) << "batch search: the refinement probe at " << *refined
-                        << " failed; keeping the search's choice: " << error.what();
-      }
-    }
-  }
-  outcome.search_s = std::chrono::duration<double>(Clock::now() - start).count();
-  choice = choose_batch(outcome.probes, cell, outcome.budget_bytes, group);
-  if (choice.figures.max_batch_ok == 0) {
-    throw OutOfMemoryError(FailurePhase::kBatchSearch,
-                           nothing_fits_reason(cell, outcome.probes.front(), choice.budget_bytes));
-  }
-  outcome.chosen_batch = choice.figures.recommended_batch;
+  if (search.failed) throw CellError(FailurePhase::kBatchSearch, search.reason);
+  outcome.chosen_batch = search.choice.figures.recommended_batch;
 }
 
 }  // namespace scalebench

@@ -31,40 +31,22 @@
 
 #include "common/cell/batch_search.h"
 #include "common/cell/messages.h"
+#include "protocol/group_batch_search.h"
 
 namespace scalebench {
 
 struct BatchSearchOutcome {
-  std::vector<BatchProbe> probes;  ///< in the order run, reduced over the group
-  int64_t chosen_batch = 0;        ///< BatchFigures::recommended_batch
-  double budget_bytes = 0;         ///< the budget the probes were judged by (this rank's)
-  double search_s = 0;             ///< wall time of the whole search
-  /// Note [Batch search start]: where the search started when min_batch failed for a reason
-  /// other than memory (0: at min_batch), and the first such failure in words ("" when it did
-  /// not move).
-  int64_t start_batch = 0;
-  std::string start_reason;
-  /// Note [Batch refinement] (common/cell/batch_refinement.h): the batch probed after the
-  /// search inside the safety margin; 0 when none was.
-  int64_t refined_batch = 0;
+  GroupSearchResult search;  ///< the probes, the start, the refinement, why it stopped
+  int64_t chosen_batch = 0;  ///< BatchFigures::recommended_batch
+  double budget_bytes = 0;   ///< the budget the probes were judged by (this rank's)
 };
 
 /// Runs the search for `assignment` (cell with batch_size auto, switches applied) on
 /// `group`, filling `outcome` as it goes (so that the probes are kept when it throws).
 /// Throws OutOfMemoryError(kBatchSearch) when not even min_batch fits, CellError
-/// (kBatchSearch) when a probe fails otherwise or the deadline passes; every rank throws
-/// alike (the outcomes are reduced).
-///
-/// Note [Batch search start]
-/// ~~~~~~~~~~~~~~~~~~~~~~~~~
-/// A model may be unable to train at the smallest batches for a reason that has nothing to do
-/// with memory: batch normalisation needs more than one value per channel ("Expected more
-/// than 1 value per channel when training" at batch 1 with 1x1 features). Until a probe has
-/// fit, a probe that fails for another reason than memory moves the search's start up to
-/// twice that batch (at most max_batch) instead of failing the cell; the start and the first
-/// such failure are recorded (effective `min_batch`, among `ineffective_reasons`, and the
-/// rank metric `batch_search_start`). After a fit, or at max_batch, such a failure fails the
-/// cell as before: the model cannot train there, which is not a search question.
+/// (kBatchSearch) when a probe fails otherwise, or the deadline passes before anything fit; every
+/// rank throws alike (the outcomes are reduced). (the search loop, its start and its time:
+/// protocol/group_batch_search.h).
 void search_batch(const Assignment& assignment, const torch::Device& device, MPI_Comm group,
                   int node_workers, std::chrono::steady_clock::time_point deadline,
                   BatchSearchOutcome& outcome);

@@ -139,19 +139,8 @@ class CpuAllocationCounting {
 };
 
 /// The probes and budget of a batch search (complete or not) into `result`.
-void record_search(const BatchSearchOutcome& search, RankResult& result) {
-  result.probes = search.probes;
-  result.metrics["memory_budget_bytes"] = search.budget_bytes;
-  result.metrics["batch_search_s"] = search.search_s;
-  if (search.start_batch > 0) {  // Note [Batch search start] in worker/batch_probe.h
-    result.metrics["batch_search_start"] = static_cast<double>(search.start_batch);
-    result.effective["min_batch"] = std::to_string(search.start_batch);
-    result.ineffective_reasons.push_back(search.start_reason + ", so the search started at " +
-                                         std::to_string(search.start_batch));
-  }
-  if (search.refined_batch > 0) {  // Note [Batch refinement] in common/cell/batch_refinement.h
-    result.metrics["batch_refined"] = static_cast<double>(search.refined_batch);
-  }
+void record_search(const BatchSearchOutcome& outcome, RankResult& result) {
+  scalebench::record_search(outcome.search, outcome.budget_bytes, result);
 }
 
 /// memory_limit_mb: a peak above it records the rank `oom` with the batch and the figures
@@ -233,7 +222,7 @@ class TorchCellRunner : public CellRunner {
       const int threads =
           configure_cpu_threads(context.node_cores, context.local_workers, cell.cpu_threads);
       result.metrics["cpu_threads"] = threads;
-      // Note [CPU oversubscription] (common/results/cell_summary.cc)
+      // Note [CPU oversubscription] (results/cell_summary.cc)
       result.metrics["node_cores"] = context.node_cores;
       result.metrics["node_workers"] = context.local_workers;
       result.metrics["mpi_comm_threads"] = 0;  // a training cell on MPI reports its thread

@@ -1,7 +1,7 @@
 // Memory of this node and of other processes, from /proc: the node's available memory (the
 // default budget of batch_size auto on CPU) and the resident set of a process group (the
 // budget a program cell's child is held to, Note [Program memory budget] in
-// protocol/program/program_cell.cc).
+// program/program_cell.cc).
 #pragma once
 
 #include <sys/types.h>

@@ -21,10 +21,14 @@ std::string to_string(ProbeStatus status) {
   return "unknown";
 }
 
-BatchSearch::BatchSearch(int64_t min_batch, int64_t max_batch) : max_batch_(max_batch) {
+BatchSearch::BatchSearch(int64_t min_batch, int64_t max_batch, double precision)
+    : max_batch_(max_batch), precision_(precision) {
   if (min_batch < 1 || max_batch < min_batch) {
     throw Error("batch search: need 1 <= min_batch <= max_batch, got " + std::to_string(min_batch) +
                 " and " + std::to_string(max_batch));
+  }
+  if (!(precision >= 0 && precision < 1)) {
+    throw Error("batch search: need 0 <= batch_precision < 1, got " + std::to_string(precision));
   }
   next_ = min_batch;
 }
@@ -43,7 +47,9 @@ void BatchSearch::record(bool fits) {
     return;
   }
   if (max_ok_ == 0) return;  // not even the smallest batch fits
-  if (first_failed_ - max_ok_ > 1) next_ = max_ok_ + (first_failed_ - max_ok_) / 2;
+  const auto gap = std::max<int64_t>(
+      1, static_cast<int64_t>(std::floor(precision_ * static_cast<double>(max_ok_))));
+  if (first_failed_ - max_ok_ > gap) next_ = max_ok_ + (first_failed_ - max_ok_) / 2;
 }
 
 namespace {}  // namespace

@@ -108,6 +108,7 @@ nlohmann::json canonical_json(const CellSpec& spec) {
   }
   // Note [Repetitions]: repetition 0 keeps the id the cell has without the field.
   if (spec.repetition > 0) json["repetition"] = spec.repetition;
+  if (spec.adaptive_repetitions) json["repetitions_auto"] = true;
   return json;
 }
 
@@ -182,6 +183,13 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
                        it->dump());
     }
     spec.repetition = it->get<int64_t>();
+  }
+  if (const auto it = json.find("repetitions_auto"); it != json.end()) {
+    if (!it->is_boolean()) {
+      throw InputError("cell spec JSON: field 'repetitions_auto' must be true or false, not " +
+                       it->dump());
+    }
+    spec.adaptive_repetitions = it->get<bool>();
   }
   spec.source = json.value("source", std::string());
   if (const auto it = json.find("label_settings"); it != json.end() && it->is_array()) {

@@ -68,6 +68,8 @@ inline constexpr int64_t kBatchAuto = 0;
 /// `iterations: auto`: the cell measures until its interval is tight (Note [Iterations auto]
 /// in common/cell/adaptive_stop.h).
 inline constexpr int kIterationsAuto = 0;
+/// `repetitions: auto` as the setting's value (expanded into max_repetitions runs).
+inline constexpr int64_t kRepetitionsAuto = 0;
 /// `warmup: auto`: warm-up until the cell stops getting faster (Note [Warm-up auto]).
 inline constexpr int kWarmupAuto = -1;
 
@@ -140,10 +142,21 @@ struct CellSpec {
   double safety_margin = 0.1;  ///< auto: share of the budget the recommended batch leaves free
   double latency_slo_ms = 0;   ///< auto: p99 step/batch time the recommended batch meets; 0 = none
   int64_t probe_iterations = 5;  ///< auto: measured iterations per probe
+  /// auto: the bisection ends when the smallest batch that did not fit is within this
+  /// fraction of the largest that did (0: adjacent batches); Note [Batch search].
+  double batch_precision = 0.02;
 
   // --- repetitions (Note [Repetitions] in common/cell/repetition_stats.h) ----------------------
   int64_t repetitions = 1;  ///< runs of the cell; each is its own cell of the results file
   bool interleave = true;   ///< repetitions > 1: run in a seeded shuffle with the other cells
+  /// repetitions auto (Note [Adaptive repetitions] in orchestrator/adaptive_rounds.h): the most
+  /// runs, and the seconds of the run after which no further round starts (0: no limit).
+  int64_t max_repetitions = 20;
+  double repetitions_budget_s = 0;
+  /// Set by the expansion for `repetitions: auto`, which then makes max_repetitions cells
+  /// (repetitions = max_repetitions); rounds after the third run only while a comparison of the
+  /// series is undecided. In the identity only when true.
+  bool adaptive_repetitions = false;
   /// Which run of the cell this is, 0..repetitions-1. Set by the expansion, not a setting;
   /// in the identity only when > 0, so repetition 0's id is the id of the series.
   int64_t repetition = 0;
@@ -153,7 +166,7 @@ struct CellSpec {
   std::string cell_id;  ///< set by `finalize_cell_id`
   /// Settings other than the four classic axes (mode, batch, world, precision) that take
   /// more than one value among the cells of this experiment: cell_label shows them
-  /// ("channels_last=true"). Note [Every setting is an axis] in common/matrix/expand.cc.
+  /// ("channels_last=true"). Note [Every setting is an axis] in matrix/expand.cc.
   std::vector<std::string> label_settings;
 
   bool operator==(const CellSpec&) const = default;

@@ -1,7 +1,7 @@
 // The messages between the orchestrator (rank 0) and the workers, as data: what a worker says
 // of itself, the cell it is handed, its result and its progress. Their tags, encoding and
 // sequence are the wire contract of protocol/wire.h (Note [Orchestrator protocol]); the
-// results store (common/results/) reads the same structs without any of MPI.
+// results store (results/) reads the same structs without any of MPI.
 #pragma once
 
 #include <cstdint>
@@ -136,7 +136,7 @@ struct RankResult {
   std::string warmup_reason;
   /// Note [Operator profiles]: the operator table of the steps run under the profiler
   /// (`profile_steps` > 0: a built-in cell's, or a program cell's from its client's `profile`
-  /// record, Note [Program profiles] in protocol/program/program_profile.h); unset otherwise.
+  /// record, Note [Program profiles] in program/program_profile.h); unset otherwise.
   std::optional<OpProfile> profile;
   bool operator==(const RankResult&) const = default;
 

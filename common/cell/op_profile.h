@@ -10,7 +10,7 @@
 // profiler slows what it watches: its cost per step is the rank metric `profile_step_s`
 // against the summary's median, docs/profiles.md). A program cell's program profiles its own
 // steps through scalebench_client, which reduces the events by these same rules in Python
-// (Note [Program profiles] in protocol/program/program_profile.h).
+// (Note [Program profiles] in program/program_profile.h).
 //
 // The profiler hands a flat list of events (start, end, thread). Three facts are rebuilt here,
 // in a pure function with a table test:

@@ -103,7 +103,7 @@ std::map<std::string, std::string> placeholder_values(const CellSpec& cell,
   // these two with the real ones when it launches the program).
   values["local_world_size"] = std::to_string(cell.world_size);
   values["num_nodes"] = std::to_string(1);  // not a literal: GCC 12's -Wrestrict false positive
-  // Note [Program profiles] (protocol/program/program_profile.h): after the measured steps.
+  // Note [Program profiles] (program/program_profile.h): after the measured steps.
   values["steps"] =
       std::to_string(cell.warmup_iterations + cell.measured_iterations + cell.profile_steps);
   values["mode"] = to_string(cell.mode);

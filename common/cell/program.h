@@ -29,7 +29,7 @@ namespace scalebench {
 struct CellSpec;
 
 /// What `preflight:` of a program runs (Note [Program preflight] in
-/// orchestrator/program_preflight.h).
+/// program/preflight/program_preflight.h).
 enum class PreflightKind {
   kNone,     ///< no check (the default: a plain program has no compose-only mode)
   kHydra,    ///< the program's own command with `--cfg job` appended (a Hydra app)
@@ -89,7 +89,7 @@ std::string escape_braces(const std::string& text);
 /// `text` with the placeholders named in `values` replaced (their values' braces escaped)
 /// and everything else, other placeholders and `{{`/`}}` included, left as written: a first
 /// pass before the cell's own substitution (a CytoDL row's columns, Note [CytoDL program
-/// rows] in common/matrix/cytodl.cc).
+/// rows] in matrix/cytodl.cc).
 std::string substitute_known_placeholders(const std::string& text,
                                           const std::map<std::string, std::string>& values);
 

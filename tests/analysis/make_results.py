@@ -5,8 +5,8 @@ layout exactly as the C++ writer does (test_summary.py checks it against the C++
 golden tests/data/results/layout_v1.txt): root provenance attributes, one group per cell
 with the spec copies, status, timings (rank x iteration x phase, NaN-padded), per-rank
 metrics, hosts and devices, and the `summary` subgroup computed from the timings with
-the rules of common/results/cell_summary.cc and the thresholds of
-common/results/cell_summary.h (read from the header). That second implementation of the
+the rules of results/cell_summary.cc and the thresholds of
+results/cell_summary.h (read from the header). That second implementation of the
 summary lives with the test helpers only (reference_figures.py): the analysis package reads
 the summary from the file. Timings are drawn from a seeded numpy RNG.
 
@@ -50,8 +50,8 @@ from synthetic_cells import (
     train_timings,
 )
 
-#: The layout version written: kResultsLayoutVersion of common/results/store.h.
-LAYOUT_VERSION = cpp_constant("common/results/store.h", "kResultsLayoutVersion")
+#: The layout version written: kResultsLayoutVersion of results/store.h.
+LAYOUT_VERSION = cpp_constant("results/store.h", "kResultsLayoutVersion")
 
 
 def _probe_figures(group: h5py.Group, spec: dict, metrics, names) -> dict | None:
@@ -105,7 +105,7 @@ def write_summary(group: h5py.Group) -> None:
 
 def cpp_timings_layout(shape) -> dict:
     """create_dataset keywords that store `timings` of `shape` as the C++ writer does
-    (common/results/cells.cc): one chunk per rank of at most 1 MiB, shuffle + gzip level 4.
+    (results/cells.cc): one chunk per rank of at most 1 MiB, shuffle + gzip level 4.
     _write_cell's default is h5py's automatic chunking with gzip alone."""
     rows = min(shape[1], max(1, (1 << 20) // (8 * shape[2])))
     return {
@@ -263,7 +263,7 @@ AUTO_RANK_METRICS = ["batch_size", "memory_budget_bytes", "batch_search_s"]
 
 
 def write_probes(group: h5py.Group, probes, status, times) -> None:
-    """The `probes` and `probe_times` datasets as common/results/cells.cc write_probes()
+    """The `probes` and `probe_times` datasets as results/cells.cc write_probes()
     writes them (contiguous float64, JSON `columns` and `status`)."""
     d = group.create_dataset("probes", data=np.asarray(probes, dtype=np.float64))
     d.attrs["columns"] = json.dumps(PROBE_COLUMNS)

@@ -47,7 +47,7 @@ def python_program_matrix(name: str, repo: Path, branches: list, defaults: dict)
     """A matrix of one training experiment `loop` that runs REPO's `train.py --steps {steps}`
     with this interpreter and this tree's client on PYTHONPATH (a plain Python program: each
     cell starts in a fraction of a second), batch 1, world size 1, on `branches`."""
-    client = Path(__file__).resolve().parents[2] / "protocol" / "client"
+    client = Path(__file__).resolve().parents[2] / "program" / "client"
     return {
         "name": name,
         "repo": str(repo),

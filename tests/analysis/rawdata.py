@@ -25,7 +25,7 @@ class RawCell:
     def replicas_in_sync(self, rel_tolerance: float) -> bool:
         """train: every rank reported a param_checksum equal to rank 0's within
         `rel_tolerance` (relative to the larger magnitude); inference, and a program cell
-        whose program reports no param_checksum: True (common/results/cell_summary.cc)."""
+        whose program reports no param_checksum: True (results/cell_summary.cc)."""
         if self.mode != "train":
             return True
         checksums = self.rank_metrics.get("param_checksum")

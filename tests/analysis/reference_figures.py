@@ -1,5 +1,5 @@
 """What scalebench's C++ computes from a cell's timings, again in numpy: the summary's
-statistics and thresholds (common/results/cell_summary.{h,cc}, the thresholds read from the
+statistics and thresholds (results/cell_summary.{h,cc}, the thresholds read from the
 header), the batch search's figures (common/cell/batch_search.h) and the series' bootstrap
 interval of the median (common/cell/repetition_stats.cc). make_results.py writes the
 synthetic files' summaries with it; the tests compare the C++ and the analysis against it.
@@ -26,11 +26,11 @@ def cpp_constant(header: str, name: str) -> str:
 
 
 def cpp_thresholds() -> dict:
-    """The validity thresholds of common/results/cell_summary.h, typed as the summary stores
+    """The validity thresholds of results/cell_summary.h, typed as the summary stores
     them."""
 
     def value(name):
-        return cpp_constant("common/results/cell_summary.h", name)
+        return cpp_constant("results/cell_summary.h", name)
 
     return {
         "min_valid_iterations": np.int64(value("kMinValidIterations")),
@@ -95,9 +95,10 @@ def summary_of(
     rank_metrics,
     names,
     figures=None,
+    stop_reason=None,
 ):
     """The `summary` attributes with the names, types and values that
-    common/results/cell_summary.cc + common/results/cells.cc write (schemas/results-layout.md).
+    results/cell_summary.cc + results/cells.cc write (schemas/results-layout.md).
     `batch` is the batch the loop ran; `figures` the batch figures of a `batch_size: auto`
     cell (batch_figures), None for any other."""
     measured = timings[:, warmup:, :]
@@ -136,7 +137,7 @@ def summary_of(
         if np.isfinite(peak).any():
             out["peak_memory_bytes"] = float(np.nanmax(peak))
             break
-    # common/results/cell_summary.cc: the group's last loss, and Note [CPU oversubscription].
+    # results/cell_summary.cc: the group's last loss, and Note [CPU oversubscription].
     losses = _metric(rank_metrics, names, "final_loss")
     out["final_loss_mean"] = float(np.mean(losses)) if mode == "train" else float("nan")
     load = (
@@ -170,7 +171,12 @@ def summary_of(
         )
     flags = {
         "valid_enough_iterations": out["count"] >= thresholds["min_valid_iterations"],
-        "valid_cv": bool(out["cv"] <= thresholds["max_valid_cv"]),
+        # iterations auto (stop_reason precise/budget/cap): judged by its interval, not its cv
+        "valid_cv": (
+            stop_reason == "precise"
+            if stop_reason in ("precise", "budget", "cap")
+            else bool(out["cv"] <= thresholds["max_valid_cv"])
+        ),
         "valid_replicas_in_sync": in_sync,
     }
     out.update({k: np.int8(v) for k, v in flags.items()})

@@ -9,7 +9,7 @@ import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "protocol" / "client"))
+sys.path.insert(0, str(ROOT / "program" / "client"))
 
 from scalebench_client import code_identity  # noqa: E402
 

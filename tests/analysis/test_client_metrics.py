@@ -1,4 +1,4 @@
-"""The client's metrics (protocol/client/scalebench_client): a NaN or infinite value (a
+"""The client's metrics (program/client/scalebench_client): a NaN or infinite value (a
 diverged loss, an empty validation) is a figure to keep, and JSON has no such numbers, so
 ``metric`` writes it as the text "nan", "inf" or "-inf" (which the worker reads back:
 ProgramReport.NonFiniteMetricsTravelAsTextAndAreKept) instead of failing the program. The
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CLIENT = Path(__file__).resolve().parents[2] / "protocol" / "client"
+CLIENT = Path(__file__).resolve().parents[2] / "program" / "client"
 
 _SCRIPT = """
 import scalebench_client as sb

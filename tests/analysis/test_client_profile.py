@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-CLIENT = Path(__file__).resolve().parents[2] / "protocol" / "client"
+CLIENT = Path(__file__).resolve().parents[2] / "program" / "client"
 sys.path.insert(0, str(CLIENT))
 
 from scalebench_client import profile_rows, profiling  # noqa: E402

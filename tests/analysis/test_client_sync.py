@@ -1,4 +1,4 @@
-"""The client's one GPU synchronisation (protocol/client/scalebench_client): ``phase(sync=True)``
+"""The client's one GPU synchronisation (program/client/scalebench_client): ``phase(sync=True)``
 and the Lightning adapter's ``SCALEBENCH_SYNC_PHASES=1`` wait for the device through the same
 function, and only once the process has made its CUDA context: a program that never touched
 the GPU is not made to create one inside a timed phase.
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CLIENT = Path(__file__).resolve().parents[2] / "protocol" / "client"
+CLIENT = Path(__file__).resolve().parents[2] / "program" / "client"
 
 _SCRIPT = r"""
 import json, os, sys, types

@@ -226,7 +226,7 @@ def _program_records(tmp_path, python: str, script: str, args: list, mode: str, 
     path = tmp_path / "program.py"
     path.write_text(script)
     read, write = os.pipe()
-    client = os.path.join(os.path.dirname(__file__), "..", "..", "protocol", "client")
+    client = os.path.join(os.path.dirname(__file__), "..", "..", "program", "client")
     env = dict(
         os.environ,
         SCALEBENCH_REPORT_FD=str(write),

@@ -9,7 +9,7 @@ the global batch sequence is row i mod rows, worker/hdf5_batches.h) and `torch.n
 loss with its defaults: every point to 1e-5 relative, and the final parameters' checksum.
 
 The model is given no num_classes: neither float targets nor inference need one (Note
-[TorchScript num_classes] in common/matrix/expand.cc; issue 38). The same run infers the
+[TorchScript num_classes] in matrix/expand.cc; issue 38). The same run infers the
 same model on a file of inputs without a `targets` dataset.
 
 Needs a build: SCALEBENCH_BUILD_DIR (tests/run_all.sh sets it); skipped otherwise."""

@@ -29,7 +29,7 @@ BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
 pytestmark = pytest.mark.skipif(not BUILD, reason="needs SCALEBENCH_BUILD_DIR (a build)")
 
 ROOT = Path(__file__).resolve().parents[2]
-CLIENT = str(ROOT / "protocol" / "client")
+CLIENT = str(ROOT / "program" / "client")
 
 STEPS_PY = '''"""N steps of 2 ms, optionally after importing a module (test_program_checks.py)."""
 import sys

@@ -1,5 +1,5 @@
 """Preflight of program cells on a real Hydra app (issue 39 item 7, Note [Program preflight]
-in orchestrator/program_preflight.h): `scalebench validate --preflight` and `scalebench run`
+in program/preflight/program_preflight.h): `scalebench validate --preflight` and `scalebench run`
 compose each distinct configuration of a CytoDL-style task file once (`preflight: hydra`:
 the command with `--cfg job`) before any cell; a typo'd override and a missing experiment
 fail at their CSV rows with Hydra's own message, a good file passes, and nothing trains.
@@ -23,7 +23,7 @@ import pytest
 
 BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
 ROOT = Path(__file__).resolve().parents[2]
-CLIENT = str(ROOT / "protocol" / "client")
+CLIENT = str(ROOT / "program" / "client")
 EXAMPLE = ROOT / "docs" / "examples" / "programs" / "lightning_hydra"
 FRAMEWORKS_PYTHON = os.environ.get(
     "SCALEBENCH_FRAMEWORKS_PYTHON", str(ROOT / ".venv-frameworks" / "bin" / "python")

@@ -1,5 +1,5 @@
 """Operator profiles of program cells on a real run (docs/profiles.md#program-cells, Note
-[Program profiles] in protocol/program/program_profile.h): a plain PyTorch training script on
+[Program profiles] in program/program_profile.h): a plain PyTorch training script on
 two branches of a repository made here, branch `extra` adding `x @ W` (W a 256 x 256 buffer)
 to the forward, each run by `scalebench run` under mpirun as a program cell with
 `profile_steps: 8`. Checked: the profiled steps are no measured rows (the timings hold the
@@ -26,7 +26,7 @@ from programfiles import program_repository, read_program_cells
 from conftest import run_cli, run_scalebench
 
 BUILD = os.environ.get("SCALEBENCH_BUILD_DIR")
-CLIENT = Path(__file__).resolve().parents[2] / "protocol" / "client"
+CLIENT = Path(__file__).resolve().parents[2] / "program" / "client"
 
 #: The user's program: phases forward, backward, optimizer through scalebench_client; the
 #: branch `extra` sets EXTRA_MATMUL.

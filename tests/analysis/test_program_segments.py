@@ -1,5 +1,5 @@
 """Run-level segments of a program cell (issue 39 item 5, Note [Run-level segments] in
-protocol/program/program_report.h): a plain Python program names two segments with
+program/program_report.h): a plain Python program names two segments with
 scalebench_client.segment around its steps (a 0.3 s "data_setup" before them, a 0.05 s
 "evaluation" after every 5 steps, the last one after the last step, then a 0.2 s sleep), run
 by `scalebench run`; `analyze` shows each part with its count, and the parts every program

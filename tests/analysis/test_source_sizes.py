@@ -1,5 +1,5 @@
 """No source file of the project over MAX_LINES lines (issue 38: a file that grows past it
-holds more than one job; split it along its seams, as common/matrix/yaml_node_reader.cc,
+holds more than one job; split it along its seams, as matrix/yaml_node_reader.cc,
 tests/analysis/reference_figures.py or tests/gpu/summary.sh were). The analysis package has
 its own, lower limit (test_package_layout.py).
 """

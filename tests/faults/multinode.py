@@ -195,7 +195,7 @@ class Cluster:
         ]
 
     def matrix(self, built_in: bool, hold: bool) -> Path:
-        client = Path(self.args.source) / "protocol" / "client"
+        client = Path(self.args.source) / "program" / "client"
         experiments = (BUILT_IN if built_in else "") + PROGRAM_EXPERIMENT.format(
             python=self.args.python,
             script=self.root / "program.py",
@@ -394,7 +394,7 @@ def main() -> int:
         "--python", required=True, help="a python with torch (the venv's)"
     )
     parser.add_argument(
-        "--source", required=True, help="the source tree (protocol/client)"
+        "--source", required=True, help="the source tree (program/client)"
     )
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), action="append")
     args = parser.parse_args()

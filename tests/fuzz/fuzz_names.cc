@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/cell/messages.h"
-#include "common/matrix/git_repo.h"
-#include "common/matrix/tree_experiments.h"
+#include "matrix/git_repo.h"
+#include "matrix/tree_experiments.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/base/error.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
+#include "results/reader.h"
+#include "results/store.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/tmp/scalebench-fuzz-" + std::to_string(getpid()) + ".h5";

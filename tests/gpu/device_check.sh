@@ -84,7 +84,7 @@ print(":".join(dirs))
 EOF
 )" || { echo "$python cannot import torch" >&2; exit 2; }
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$node_libs"
-export SCALEBENCH_PYTHON="$python" PYTHONPATH="$repo/analysis:$repo/protocol/client${PYTHONPATH:+:$PYTHONPATH}"
+export SCALEBENCH_PYTHON="$python" PYTHONPATH="$repo/analysis:$repo/program/client${PYTHONPATH:+:$PYTHONPATH}"
 export SCALEBENCH_RUN_SUMMARY=0 PYTHONUNBUFFERED=1
 
 {

@@ -16,9 +16,9 @@
 
 #include "common/base/exit_status.h"
 #include "common/cell/batch_refinement.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
 #include "protocol/mpi_comm.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "run_cell.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"

@@ -4,8 +4,8 @@
 // real (they need no Torch), so their fault tests run here too.
 #include "fake_cell_runner.h"
 #include "orchestrator/cli.h"
+#include "program/program_cell.h"
 #include "protocol/fault_injection.h"
-#include "protocol/program/program_cell.h"
 
 int main(int argc, char** argv) {
   scalebench::enable_fault_injection();  // Note [Fault injection]: test binaries only

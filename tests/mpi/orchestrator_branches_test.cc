@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "common/results/reader.h"
-#include "common/results/store.h"
 #include "orchestrator/commands.h"
 #include "protocol/mpi_comm.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "run_fake_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 

@@ -11,10 +11,10 @@
 
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
 #include "orchestrator/commands.h"
 #include "protocol/mpi_comm.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "run_fake_cli.h"
 
 namespace scalebench {

@@ -21,12 +21,12 @@
 
 #include "common/base/build_info.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/run_options.h"
 #include "protocol/mpi_comm.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 

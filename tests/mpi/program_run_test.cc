@@ -21,9 +21,9 @@
 #include "common/base/exit_status.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/cells.h"
-#include "common/results/reader.h"
 #include "protocol/mpi_comm.h"
+#include "results/cells.h"
+#include "results/reader.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 
@@ -39,7 +39,7 @@ std::string matrix_text() {
   const fs::path source(build_info::source_dir());
   const std::string python = build_info::kPython;
   const std::string script = (source / "docs/examples/programs/train_ddp.py").string();
-  const std::string client = (source / "protocol/client").string();
+  const std::string client = (source / "program/client").string();
   const std::string marker = kMarker;
   return "name: programs\n"
          "defaults: {device: cpu, warmup: 2, iterations: 12, timeout_s: 120, cpu_threads: 1}\n"
@@ -174,7 +174,7 @@ TEST(ProgramRun, ProgramsAreCellsWithTheirOwnPhasesAndFailuresAreRecorded) {
     }
     // Note [Stored program environment]: PYTHONPATH holds a path, so its value is stored.
     EXPECT_EQ(spec.at("program").at("env").at("PYTHONPATH"),
-              (fs::path(build_info::source_dir()) / "protocol/client").string());
+              (fs::path(build_info::source_dir()) / "program/client").string());
     const int world = spec.at("world_size");
     ASSERT_EQ(timings.dims[0], static_cast<unsigned long long>(world));
     ASSERT_EQ(timings.dims[1], 14U);  // 2 warm-up + 12 measured steps
@@ -218,7 +218,7 @@ TEST(ProgramRun, BatchAutoFindsTheBoundaryOfDirectRunsUnderTheSameBudget) {
   const fs::path script = dir.path() / "memory_program.py";
   if (world_rank() == 0) std::ofstream(script) << kMemoryProgram;
   MPI_Barrier(MPI_COMM_WORLD);
-  const std::string client = (fs::path(build_info::source_dir()) / "protocol/client").string();
+  const std::string client = (fs::path(build_info::source_dir()) / "program/client").string();
   // The interpreter's own resident set (11 to 16 MiB seen, by the venv) + 32 MiB per sample:
   // batch 10 needs ~335 MiB, 11 ~367 MiB; the budget of 350 MiB lies between them, so the
   // boundary does not depend on the interpreter's size within 0 to 30 MiB (issue 43: with 8

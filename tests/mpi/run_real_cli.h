@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "orchestrator/cli.h"
-#include "protocol/program/program_cell.h"
+#include "program/program_cell.h"
 #include "worker/aoti_model.h"
 #include "worker/collective_probe.h"
 #include "worker/compiled_twin.h"

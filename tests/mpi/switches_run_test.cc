@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "common/base/exit_status.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
 #include "orchestrator/cli.h"
 #include "protocol/mpi_comm.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "run_real_cli.h"
 #include "tests/unit/common/git_test_fixture.h"
 

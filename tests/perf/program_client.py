@@ -47,7 +47,7 @@ def client_overhead(steps: int, blocks: int) -> None:
         ["wc", "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     os.environ["SCALEBENCH_REPORT_FD"] = str(os.dup(reader.stdin.fileno()))
-    sys.path.insert(0, str(REPO / "protocol" / "client"))
+    sys.path.insert(0, str(REPO / "program" / "client"))
     import scalebench_client as sb
 
     def bare() -> float:

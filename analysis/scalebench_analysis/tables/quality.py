@@ -6,7 +6,7 @@ Definitions (docs/analysis-guide.md#metrics):
   time; inference: every measured `batch` time of every rank. This is the population the
   file's `summary` describes and the one the regression gate tests.
 * count, cv and the validity flags (enough samples, cv within the limit, replicas in sync)
-  are the file's: scalebench computes them once, in C++ (common/results/cell_summary.cc), and
+  are the file's: scalebench computes them once, in C++ (results/cell_summary.cc), and
   stores them with the thresholds they were judged by in `/cells/<id>/summary`. They are
   read here, never recomputed (see LAYOUT_1_0_THRESHOLDS in read/cells.py for layout 1.0
   files).

@@ -1,5 +1,5 @@
 """Run-level segments of program cells (Note [Run-level segments] in
-protocol/program/program_report.h, docs/programs.md#run-level-segments): where a program's
+program/program_report.h, docs/programs.md#run-level-segments): where a program's
 whole wall time went outside (and around) its measured steps.
 
 One row per (ok program cell that reported segments or steps, part), each figure the median

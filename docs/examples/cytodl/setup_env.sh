@@ -14,7 +14,7 @@
 #   --no-deps: uv does not look through .pth files, sees no torch, and given the chance
 #   installs a second torch with its CUDA libraries (5 GB) that then shadows the borrowed one.
 #   cyto-dl itself --no-deps too. --resolve resolves with pip, which does see the borrowed torch.
-# * scalebench's client (protocol/client) is installed as a user installs it (its backend,
+# * scalebench's client (program/client) is installed as a user installs it (its backend,
 #   flit_core, writes nothing into the checkout), which registers its Lightning entry
 #   point: CytoDL's scripts never import scalebench.
 # * Cached: nothing is installed when the stamp (requirements, client sources, the borrowed
@@ -88,8 +88,8 @@ stamp="$env_dir/.scalebench-cytodl"
 want="$(
   echo "cyto-dl==$cytodl_version"
   basename "$(ls -d "$torch_site"/torch-*.dist-info)"
-  cat "$here/setup_env.sh" "$here/requirements.txt" "$repo/protocol/client/pyproject.toml" \
-    "$repo"/protocol/client/scalebench_client/*.py
+  cat "$here/setup_env.sh" "$here/requirements.txt" "$repo/program/client/pyproject.toml" \
+    "$repo"/program/client/scalebench_client/*.py
 )"
 want="$(sha256sum <<<"$want")"
 if ((!resolve)) && [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
@@ -123,7 +123,7 @@ else
   pip_install --only-binary=:all: --no-deps -r "$here/requirements.txt"
 fi
 pip_install --no-deps "cyto-dl==$cytodl_version"
-pip_install --no-deps "$repo/protocol/client"
+pip_install --no-deps "$repo/program/client"
 "$env_dir/bin/python" -c 'import cyto_dl, lightning, monai, bioio, torch' ||
   { log "the environment does not import CytoDL's packages"; exit 1; }
 borrowed="$("$env_dir/bin/python" -c 'import os, torch; print(os.path.realpath(torch.__file__))')"

@@ -47,7 +47,7 @@ site="$("$demo/env/bin/python" -c 'import sysconfig; print(sysconfig.get_path("p
 "$python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))' >"$site/project-torch.pth"
 # As docs/programs.md#the-client says, offline: pip and flit_core come through the .pth too.
 "$demo/env/bin/python" -m pip install --quiet --no-deps --no-build-isolation \
-  --no-index --disable-pip-version-check "$root/protocol/client"
+  --no-index --disable-pip-version-check "$root/program/client"
 "$demo/env/bin/python" -c 'import scalebench_client, torch'
 cp "$here/branches.yaml" "$demo/matrix.yaml"
 

@@ -8,7 +8,7 @@
 
 #include "common/base/error.h"
 #include "common/cell/settings.h"
-#include "common/matrix/matrix.h"
+#include "matrix/matrix.h"
 
 namespace scalebench {
 namespace {

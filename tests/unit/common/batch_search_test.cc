@@ -25,6 +25,33 @@ std::vector<int64_t> search(BatchSearch& s, int64_t threshold) {
   return probed;
 }
 
+TEST(BatchSearch, StopsWithinItsPrecisionAndNeverCrossesTheBoundary) {
+  // Note [Batch search]: with batch_precision p the gap between the largest batch that fit
+  // and the smallest that did not is at most max(1, p x the one that fit), never wrong.
+  for (const double precision : {0.0, 0.02, 0.1}) {
+    for (const int64_t threshold : {1, 7, 99, 100, 1921, 5000, 40000}) {
+      SCOPED_TRACE(testing::Message() << "precision " << precision << " threshold " << threshold);
+      BatchSearch s(1, 65536, precision);
+      const auto probed = search(s, threshold);
+      ASSERT_GT(s.max_ok(), 0);
+      EXPECT_LE(s.max_ok(), threshold);
+      EXPECT_GT(s.first_failed(), threshold);
+      const auto gap = std::max<int64_t>(
+          1, static_cast<int64_t>(std::floor(precision * static_cast<double>(s.max_ok()))));
+      EXPECT_LE(s.first_failed() - s.max_ok(), gap);
+      if (precision == 0) EXPECT_EQ(s.first_failed(), threshold + 1);
+    }
+  }
+  // The ResNet-18 case of issue 50: 1,921 fits, 1,922 not. Exact: 22 probes; at 2 %: fewer.
+  BatchSearch exact(1, 65536, 0);
+  BatchSearch coarse(1, 65536, 0.02);
+  const auto exact_probes = search(exact, 1921).size();
+  const auto coarse_probes = search(coarse, 1921).size();
+  EXPECT_LT(coarse_probes + 3, exact_probes) << exact_probes << " vs " << coarse_probes;
+  EXPECT_THROW(BatchSearch(1, 4, 1.0), Error);
+  EXPECT_THROW(BatchSearch(1, 4, -0.1), Error);
+}
+
 TEST(BatchSearch, FindsTheExactBoundaryForEveryThreshold) {
   for (const int64_t min_batch : {1, 3, 8}) {
     for (const int64_t max_batch : {8, 13, 64, 100, 65536}) {

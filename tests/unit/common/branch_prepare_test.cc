@@ -1,11 +1,11 @@
-#include "common/matrix/branch_prepare.h"
+#include "matrix/branch_prepare.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
-#include "common/matrix/git_repo.h"
+#include "matrix/git_repo.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {

@@ -1,6 +1,6 @@
 // Resolution of a matrix's repo/branches into commits, worktrees and results attributes,
 // against a real fixture git repository with two branches.
-#include "common/matrix/branch_resolution.h"
+#include "matrix/branch_resolution.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <type_traits>
 #include <utility>
 
-#include "common/matrix/resolved_matrix.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
+#include "matrix/resolved_matrix.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "tests/unit/common/git_test_fixture.h"
 #include "tests/unit/common/results_store_test_util.h"
 
@@ -136,6 +136,37 @@ TEST(BranchResolution, UnknownRefNamesTheMatrixAndIndex) {
     EXPECT_NE(std::string(e.what()).find("branches[1]"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos) << e.what();
   }
+}
+
+// Issue 54: every bad ref of the file at once, each at its line:column with the closest of the
+// repository's own names, and no worktree made before they are all known.
+TEST(BranchResolution, EveryUnknownRefAtItsLineWithTheClosestNameAndNothingCheckedOut) {
+  const FixtureRepo fixture;
+  const auto path = fixture.root.path() / "m.yaml";
+  write_file(path,
+             "repo: repo\nbranches: [main, featur, nope-at-all]\nsweep:\n  batch_sizes: [4]\n"
+             "experiments:\n  - name: a\n    model: mlp\n");
+  const ExpandedMatrix matrix = load_matrix(path);
+  const auto work = fixture.root.path() / "m.h5.work";
+  for (const bool checkout : {false, true}) {
+    try {
+      if (checkout) {
+        checkout_matrix_branches(matrix, work);
+      } else {
+        resolve_matrix_commits(matrix);
+      }
+      FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+      const std::string text = e.what();
+      EXPECT_NE(text.find(path.string() + ":2:18: branches[1]: ref featur names no commit"),
+                std::string::npos)
+          << text;
+      EXPECT_NE(text.find("did you mean feature?"), std::string::npos) << text;
+      EXPECT_NE(text.find(path.string() + ":2:26: branches[2]: ref nope-at-all"), std::string::npos)
+          << text;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(work / "worktrees")) << "a worktree before the refusal";
 }
 
 TEST(BranchResolution, StoreWritesCommitDateAndDirty) {

@@ -1,5 +1,5 @@
 // summarize_cell on hand-built RankResults with known answers.
-#include "common/results/cell_summary.h"
+#include "results/cell_summary.h"
 
 #include <gtest/gtest.h>
 

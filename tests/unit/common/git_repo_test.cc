@@ -1,4 +1,4 @@
-#include "common/matrix/git_repo.h"
+#include "matrix/git_repo.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,8 @@
 // The floors of docs/architecture.md, checked on the sources and on the CMake files:
-//   common/{base -> hdf5, cell -> matrix, results} -> protocol -> protocol/program
-//     -> {worker, orchestrator} -> app
+//   common/{base -> hdf5, cell} -> {matrix, results, program/preflight} -> protocol
+//     -> program -> {worker, orchestrator} -> app
+// common/ holds only what both sides use; rank 0's own libraries (matrix/, results/,
+// program/preflight/) and the workers' (program/, worker/) sit in folders named for them.
 // A library's files include only its own folder and the libraries its row allows, its CMake
 // target links only those, and Torch/CUDA/NCCL headers appear only under worker/ and app/.
 #include <gtest/gtest.h>
@@ -25,17 +27,18 @@ const std::map<std::string, std::set<std::string>> kAllowed{
     {"common/base", {"common/base"}},
     {"common/hdf5", {"common/base", "common/hdf5"}},
     {"common/cell", {"common/base", "common/cell"}},
-    {"common/matrix", {"common/base", "common/cell", "common/matrix"}},
-    {"common/results", {"common/base", "common/hdf5", "common/cell", "common/results"}},
+    {"matrix", {"common/base", "common/cell", "matrix"}},
+    {"results", {"common/base", "common/hdf5", "common/cell", "results"}},
     {"protocol", {"common/base", "common/cell", "protocol"}},
-    {"protocol/program", {"common/base", "common/cell", "protocol", "protocol/program"}},
+    {"program", {"common/base", "common/cell", "protocol", "program"}},
+    {"program/preflight", {"common/base", "common/cell", "program/preflight"}},
     {"orchestrator",
-     {"common/base", "common/hdf5", "common/cell", "common/matrix", "common/results", "protocol",
-      "orchestrator"}},
+     {"common/base", "common/hdf5", "common/cell", "matrix", "results", "program/preflight",
+      "protocol", "orchestrator"}},
     {"worker", {"common/base", "common/hdf5", "common/cell", "protocol", "worker"}},
     {"app",
-     {"common/base", "common/hdf5", "common/cell", "common/matrix", "common/results", "protocol",
-      "protocol/program", "orchestrator", "worker", "app"}},
+     {"common/base", "common/hdf5", "common/cell", "matrix", "results", "protocol", "program",
+      "program/preflight", "orchestrator", "worker", "app"}},
 };
 
 std::string target_of(const std::string& folder) {
@@ -43,7 +46,7 @@ std::string target_of(const std::string& folder) {
 }
 
 /// The library a file or a quoted include belongs to ("common/cell/spec.h" -> "common/cell";
-/// "protocol/program/program_cell.h" -> "protocol/program", the longest folder of the table
+/// "program/preflight/program_preflight.h" -> "program/preflight", the longest folder of the table
 /// that holds it), or "".
 std::string library_of_include(const std::string& path) {
   std::string library;
@@ -72,7 +75,7 @@ TEST(Layering, EachLibraryIncludesOnlyItsAllowedLibraries) {
   for (const auto& [folder, allowed] : kAllowed) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(kSource / folder)) {
       if (!entry.is_regular_file() || !is_source(entry.path())) continue;
-      // A folder of the table inside another (protocol/program in protocol) is its own row.
+      // A folder of the table inside another (program/preflight in program) is its own row.
       const auto relative = entry.path().lexically_relative(kSource).generic_string();
       if (library_of_include(relative) != folder) continue;
       ++files;
@@ -113,8 +116,8 @@ TEST(Layering, EachLibraryLinksOnlyItsAllowedLibraries) {
   for (const auto& [folder, allowed] : kAllowed) folder_of_target[target_of(folder)] = folder;
   folder_of_target["scalebench"] = "app";
   size_t links_checked = 0;
-  for (const std::string cmake_dir :
-       {"common", "protocol", "protocol/program", "orchestrator", "worker", "app"}) {
+  for (const std::string cmake_dir : {"common", "matrix", "results", "protocol", "program",
+                                      "program/preflight", "orchestrator", "worker", "app"}) {
     const std::string text = read_file(kSource / cmake_dir / "CMakeLists.txt");
     for (auto it = std::sregex_iterator(text.begin(), text.end(), link_call);
          it != std::sregex_iterator(); ++it) {

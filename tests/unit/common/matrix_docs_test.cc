@@ -10,7 +10,7 @@
 #include <string>
 
 #include "common/base/build_info.h"
-#include "common/matrix/schema.h"
+#include "matrix/schema.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include "common/base/diagnostics.h"
 #include "common/base/error.h"
 #include "common/cell/zoo_names.h"
-#include "common/matrix/csv.h"
-#include "common/matrix/matrix.h"
+#include "matrix/csv.h"
+#include "matrix/matrix.h"
 
 namespace scalebench {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "common/base/build_info.h"
-#include "common/matrix/matrix.h"
-#include "common/matrix/text.h"
+#include "matrix/matrix.h"
+#include "matrix/text.h"
 
 namespace scalebench {
 namespace {
@@ -209,7 +209,7 @@ INSTANTIATE_TEST_SUITE_P(AllFiles, MalformedMatrixTest, ::testing::ValuesIn(kCas
                          });
 
 // Inputs too big to keep in the repository, made at test time: each must be refused by
-// the bounds of Note [Input limits] (common/matrix/text.h) with file:line and the limit,
+// the bounds of Note [Input limits] (matrix/text.h) with file:line and the limit,
 // without building what it describes. Before those bounds the alias bombs ran for minutes
 // (the duplicate-key check walked every expansion) or took gigabytes.
 struct GeneratedCase {

@@ -1,5 +1,5 @@
 // Every setting is an axis (issue 12, Note [Every setting is an axis] in
-// common/matrix/expand.cc): a list under `sweep` or in an experiment makes one cell per
+// matrix/expand.cc): a list under `sweep` or in an experiment makes one cell per
 // value, with its own id, the value in the label where it varies, matchable by `exclude`.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 
 #include "common/base/error.h"
 #include "common/cell/settings.h"
-#include "common/matrix/matrix.h"
+#include "matrix/matrix.h"
 
 namespace scalebench {
 namespace {

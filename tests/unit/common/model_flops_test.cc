@@ -1,6 +1,6 @@
-// MFU in C++ (common/results/model_flops.h): the analysis's peak table compiled in, looked up
+// MFU in C++ (results/model_flops.h): the analysis's peak table compiled in, looked up
 // by the longest device key, and one cell's figures against a hand computation.
-#include "common/results/model_flops.h"
+#include "results/model_flops.h"
 
 #include <gtest/gtest.h>
 

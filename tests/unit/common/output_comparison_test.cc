@@ -12,7 +12,7 @@
 #include "common/base/error.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/store.h"
+#include "results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

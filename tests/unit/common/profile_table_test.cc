@@ -1,12 +1,12 @@
 // The `profile` subgroup of a cell (Note [Operator profiles]; schemas/results-layout.md): stored
 // as the ranks sent it, gone on a retry without it, and a cell without profile keeps its id.
-#include "common/results/profile_table.h"
+#include "results/profile_table.h"
 
 #include <gtest/gtest.h>
 
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/store.h"
+#include "results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

@@ -7,7 +7,7 @@
 #include "common/base/error.h"
 #include "common/cell/cell_spec.h"
 #include "common/cell/program.h"
-#include "common/matrix/matrix.h"
+#include "matrix/matrix.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {

@@ -1,5 +1,5 @@
 // `preflight:` and `preflight_timeout_s:` of a program (Note [Program preflight] in
-// orchestrator/program_preflight.h): read from a matrix and from a CytoDL program template,
+// program/preflight/program_preflight.h): read from a matrix and from a CytoDL program template,
 // checked by validate, expanded per cell, and kept out of the cell's identity.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 
 #include "common/cell/cell_spec.h"
 #include "common/cell/program.h"
-#include "common/matrix/matrix.h"
+#include "matrix/matrix.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {
@@ -69,7 +69,7 @@ TEST(ProgramPreflightSpec, BadValuesAreErrorsOfValidateAtTheirLine) {
            {"      preflight: hydro\n", "m.yaml:7:"},
            {"      preflight_timeout_s: 0\n", "m.yaml:7:"},
            {"      preflight: [python, check.py, \"{batch_sise}\"]\n",
-            "m.yaml:6:7: experiments[0].program: unknown placeholder {batch_sise}"},
+            "m.yaml:7:37: experiments[0].program.preflight[2]: unknown placeholder {batch_sise}"},
        }) {
     try {
       load_with(dir, {{"m.yaml", program_matrix(keys)}}, "m.yaml");
@@ -77,6 +77,38 @@ TEST(ProgramPreflightSpec, BadValuesAreErrorsOfValidateAtTheirLine) {
     } catch (const MatrixError& e) {
       EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << keys << e.what();
     }
+  }
+}
+
+// Issue 54: an unknown placeholder is reported at the list item that holds it, with the
+// closest name (setting keys included: {batchsize} -> {batch_size}), and in the same pass as
+// the file's schema errors.
+TEST(ProgramPreflightSpec, UnknownPlaceholdersAreFoundWithTheSchemasErrorsAtTheirItem) {
+  const testing::TempDir dir;
+  const std::string matrix =
+      "name: p\n"
+      "sweep: {batch_sizes: [8], world_sizes: 2}\n"
+      "experiments:\n"
+      "  - name: cnn\n"
+      "    program:\n"
+      "      command: [python, train.py, \"--batch={batchsize}\"]\n"
+      "      env: {SEED: \"{sed}\"}\n";
+  try {
+    load_with(dir, {{"m.yaml", matrix}}, "m.yaml");
+    FAIL() << "accepted";
+  } catch (const MatrixError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("m.yaml:2:"), std::string::npos) << "the schema error: " << text;
+    EXPECT_NE(text.find("m.yaml:6:35: experiments[0].program.command[2]: unknown placeholder "
+                        "{batchsize}"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("did you mean {batch_size}?"), std::string::npos) << text;
+    EXPECT_NE(text.find("m.yaml:7:"), std::string::npos) << text;
+    EXPECT_NE(text.find("experiments[0].program.env.SEED: unknown placeholder {sed}"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("did you mean {seed}?"), std::string::npos) << text;
   }
 }
 

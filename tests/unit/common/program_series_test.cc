@@ -6,10 +6,10 @@
 #include <string>
 
 #include "common/cell/cell_spec.h"
-#include "common/results/cells.h"
-#include "common/results/overview.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
+#include "results/cells.h"
+#include "results/overview.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

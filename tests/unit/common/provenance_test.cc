@@ -1,4 +1,4 @@
-#include "common/results/provenance.h"
+#include "results/provenance.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -151,7 +151,7 @@ TEST(ProgramEnvValueStored, PathsUnderPathNamesAndAllowlistedNamesOnly) {
   };
   const std::vector<Case> cases{
       {"PYTHONPATH", ".", true},
-      {"PYTHONPATH", "../../../protocol/client", true},
+      {"PYTHONPATH", "../../../program/client", true},
       {"PYTHONPATH", ".:/opt/lib/python3.11/site-packages", true},
       {"PYTHONPATH", "./src:{output_dir}/extra", true},
       {"PROJECT_ROOT", "{output_dir}", true},

@@ -14,8 +14,8 @@
 
 #include "common/cell/cell_spec.h"
 #include "common/cell/stats.h"
-#include "common/matrix/matrix.h"
-#include "common/results/overview.h"
+#include "matrix/matrix.h"
+#include "results/overview.h"
 
 namespace scalebench {
 namespace {
@@ -178,6 +178,32 @@ TEST(RepetitionsMatrix, EveryCellRunsNTimesAndRepetitionZeroKeepsItsId) {
   const auto one = load_matrix_text("m.yaml", base + "defaults: {repetitions: 1}\n");
   EXPECT_EQ(one.cells.front().cell_id, plain.cells.front().cell_id);
   EXPECT_EQ(cell_label(one.cells.front()).find("/rep"), std::string::npos);
+}
+
+// Note [Adaptive repetitions]: auto makes max_repetitions runs marked adaptive, in the identity
+// (an auto series is not the fixed one), and the flag survives the spec's JSON round trip.
+TEST(RepetitionsMatrix, AutoMakesMaxRepetitionsAdaptiveRuns) {
+  const std::string base =
+      "sweep:\n  batch_sizes: [4]\nexperiments:\n  - name: a\n    model: mlp\n";
+  const auto adaptive =
+      load_matrix_text("m.yaml", base + "defaults: {repetitions: auto, max_repetitions: 6}\n");
+  const auto fixed = load_matrix_text("m.yaml", base + "defaults: {repetitions: 6}\n");
+  ASSERT_EQ(adaptive.cells.size(), 6U);
+  std::set<std::string> series;
+  for (size_t i = 0; i < adaptive.cells.size(); ++i) {
+    const CellSpec& cell = adaptive.cells[i];
+    EXPECT_TRUE(cell.adaptive_repetitions);
+    EXPECT_EQ(cell.repetitions, 6);
+    EXPECT_NE(cell.cell_id, fixed.cells[i].cell_id);
+    series.insert(series_id(cell));
+    const CellSpec back = cell_spec_from_json(to_json(cell));
+    EXPECT_TRUE(back.adaptive_repetitions);
+    EXPECT_EQ(compute_cell_id(back), cell.cell_id);
+  }
+  EXPECT_EQ(series.size(), 1U);
+  EXPECT_FALSE(fixed.cells.front().adaptive_repetitions);
+  EXPECT_EQ(load_matrix_text("m.yaml", base + "defaults: {repetitions: auto}\n").cells.size(), 20U)
+      << "max_repetitions' default";
 }
 
 TEST(RepetitionsMatrix, ZeroRepetitionsIsAnInputErrorNamingTheLine) {

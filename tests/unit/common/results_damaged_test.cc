@@ -1,7 +1,7 @@
 // Damaged results files (issue 15, finding 6): read_results_overview confines damage to
 // the cell it is in, refuses a file it cannot open with one line (InputError, exit 2), and
 // `--resume` (ResultsStore::open_for_resume) never writes to a file it cannot read whole.
-// See Note [Reading damaged files] in common/results/reader.cc.
+// See Note [Reading damaged files] in results/reader.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -15,8 +15,8 @@
 #include "common/base/build_info.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

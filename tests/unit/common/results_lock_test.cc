@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/base/error.h"
-#include "common/results/lock.h"
+#include "results/lock.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

@@ -14,9 +14,9 @@
 #include "common/cell/accuracy.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/cell_summary.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
+#include "results/cell_summary.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {
@@ -188,7 +188,7 @@ TEST(ResultsLayout, AccuracyReadsBack) {
 }
 
 // The summary stores the thresholds its validity flags were judged by: the constants of
-// common/results/cell_summary.h, so that the file (and the analysis package) needs no copy of them.
+// results/cell_summary.h, so that the file (and the analysis package) needs no copy of them.
 TEST(ResultsLayout, SummaryStoresValidityThresholds) {
   testing_util::TempDir dir;
   const auto path = dir.path() / "r.h5";

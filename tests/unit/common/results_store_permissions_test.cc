@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/base/error.h"
-#include "common/results/store.h"
+#include "results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

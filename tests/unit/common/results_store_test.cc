@@ -9,9 +9,9 @@
 
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/cell_summary.h"
-#include "common/results/reader.h"
-#include "common/results/store.h"
+#include "results/cell_summary.h"
+#include "results/reader.h"
+#include "results/store.h"
 #include "results_store_test_util.h"
 
 namespace scalebench {

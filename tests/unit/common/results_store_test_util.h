@@ -12,7 +12,7 @@
 
 #include "common/cell/cell_spec.h"
 #include "common/cell/messages.h"
-#include "common/results/provenance.h"
+#include "results/provenance.h"
 
 namespace scalebench::testing_util {
 

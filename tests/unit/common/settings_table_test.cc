@@ -15,8 +15,8 @@
 
 #include "common/base/build_info.h"
 #include "common/cell/settings.h"
-#include "common/matrix/matrix.h"
-#include "common/matrix/schema.h"
+#include "matrix/matrix.h"
+#include "matrix/schema.h"
 
 namespace scalebench {
 namespace {

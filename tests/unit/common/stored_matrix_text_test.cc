@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "common/matrix/matrix.h"
-#include "common/matrix/stored_text.h"
-#include "common/results/cells.h"
-#include "common/results/provenance.h"
+#include "matrix/matrix.h"
+#include "matrix/stored_text.h"
+#include "results/cells.h"
+#include "results/provenance.h"
 
 namespace scalebench {
 namespace {

@@ -1,6 +1,6 @@
 // Experiments read from the branch trees (configs/experiment/<name>.yaml), against a real
 // fixture git repository whose branches hold different experiment files.
-#include "common/matrix/tree_experiments.h"
+#include "matrix/tree_experiments.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "common/base/build_info.h"
-#include "common/matrix/branch_resolution.h"
-#include "common/matrix/git_repo.h"
-#include "common/matrix/resolved_matrix.h"
+#include "matrix/branch_resolution.h"
+#include "matrix/git_repo.h"
+#include "matrix/resolved_matrix.h"
 #include "tests/unit/common/git_test_fixture.h"
 
 namespace scalebench {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/matrix/matrix.h"
+#include "matrix/matrix.h"
 
 namespace scalebench {
 namespace {

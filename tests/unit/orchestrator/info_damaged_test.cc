@@ -15,9 +15,9 @@
 #include "common/base/exit_status.h"
 #include "common/hdf5/check.h"
 #include "common/hdf5/wrappers.h"
-#include "common/results/store.h"
 #include "orchestrator/cli.h"
 #include "orchestrator/summary_table.h"
+#include "results/store.h"
 #include "tests/unit/common/results_store_test_util.h"
 
 namespace scalebench {

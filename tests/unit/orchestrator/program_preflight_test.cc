@@ -1,6 +1,6 @@
 // Note [Program preflight]: one check per distinct configuration (tree, argv, environment),
 // the cells that share it, the check as run, and the error text of a failed one.
-#include "orchestrator/program_preflight.h"
+#include "program/preflight/program_preflight.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

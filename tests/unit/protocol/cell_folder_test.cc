@@ -1,5 +1,5 @@
 // A program cell's folder has one owner, which removes it on every way out (issue 41 item 6).
-#include "protocol/program/cell_folder.h"
+#include "program/cell_folder.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "protocol/program/folder_sweep.h"
+#include "program/folder_sweep.h"
 
 namespace scalebench::program {
 namespace {

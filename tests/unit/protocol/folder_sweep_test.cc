@@ -1,5 +1,5 @@
 // Note [Program folder sweep]: cell folders of dead workers are removed, others kept.
-#include "protocol/program/folder_sweep.h"
+#include "program/folder_sweep.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,6 +1,6 @@
 // Note [Program steps asked and run] and Note [Program code identity]: the checks a worker
 // makes of a program cell that ended well.
-#include "protocol/program/program_checks.h"
+#include "program/program_checks.h"
 
 #include <gtest/gtest.h>
 

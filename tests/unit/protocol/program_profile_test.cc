@@ -1,13 +1,13 @@
 // Note [Program profiles]: a program's `profile` record checked and kept, its profiled steps
 // kept out of the measured ones, and what a rank records of them.
-#include "protocol/program/program_profile.h"
+#include "program/program_profile.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "protocol/program/program_checks.h"
+#include "program/program_checks.h"
 
 namespace scalebench {
 namespace {

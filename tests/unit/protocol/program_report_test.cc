@@ -1,4 +1,4 @@
-#include "protocol/program/program_report.h"
+#include "program/program_report.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Note [Program record bounds]: the report channel is never read past the record limit, however
 // much a program has written (issue 41: drain used to read the pipe empty first).
-#include "protocol/program/report_pipe.h"
+#include "program/report_pipe.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include "protocol/program/program_report.h"
+#include "program/program_report.h"
 
 namespace scalebench::program {
 namespace {

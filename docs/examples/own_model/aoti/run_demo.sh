@@ -20,7 +20,7 @@ rm -rf "$demo"
 mkdir -p "$demo"
 cp "$here/net.py" "$here/matrix.yaml" "$demo/"
 export_() {
-  (cd "$demo" && PYTHONPATH="$root/protocol/client" "$python" -W ignore \
+  (cd "$demo" && PYTHONPATH="$root/program/client" "$python" -W ignore \
     -m scalebench_client.export --factory net:build --input-shape 3 32 32 "$@")
 }
 export_ --aoti build/net.pt2 --torchscript build/net.pt

@@ -1,0 +1,81 @@
+// Resolution of a matrix's branches into commits and worktrees. See
+// matrix/branch_resolution.h.
+#include "matrix/branch_resolution.h"
+
+#include "common/base/diagnostics.h"
+
+namespace scalebench {
+namespace {
+
+bool looks_like_url(const std::string& repo) {
+  return repo.find("://") != std::string::npos ||
+         (repo.find('@') != std::string::npos && repo.find(':') != std::string::npos);
+}
+
+/// "m.yaml:2:19: branches[1]" (the file's line:column where known), for the errors of a ref.
+std::string where_of(const ExpandedMatrix& matrix, size_t index) {
+  if (index < matrix.branch_where.size()) {
+    const std::string text = format_diagnostic({matrix.branch_where[index], ""});
+    return text.substr(0, text.size() - 2);  // without the ": " before the empty message
+  }
+  return matrix.path.string() + ": branches[" + std::to_string(index) + "]";
+}
+
+}  // namespace
+
+std::filesystem::path matrix_repo_path(const ExpandedMatrix& matrix) {
+  if (matrix.repo.empty()) return {};
+  if (looks_like_url(matrix.repo)) {
+    throw InputError(matrix.path.string() + ": repo: '" + matrix.repo +
+                     "' looks like a URL; scalebench does not clone repositories. Clone it "
+                     "(`git clone " +
+                     matrix.repo + " <dir>`) and write repo: <dir>");
+  }
+  std::filesystem::path repo(matrix.repo);
+  if (repo.is_absolute()) return repo;
+  return std::filesystem::absolute(matrix.path).parent_path() / repo;
+}
+
+std::filesystem::path default_work_dir(const std::filesystem::path& output_path) {
+  return std::filesystem::path(output_path.string() + ".work");
+}
+
+std::map<std::string, std::string> resolve_matrix_commits(const ExpandedMatrix& matrix) {
+  std::map<std::string, std::string> commits;
+  const std::filesystem::path repo = matrix_repo_path(matrix);
+  std::string errors;  // every bad ref of the file at once, as for keys
+  for (size_t i = 0; i < matrix.branches.size(); ++i) {
+    const std::string& ref = matrix.branches[i];
+    if (commits.count(ref) != 0) continue;
+    try {
+      commits.emplace(ref, resolve_ref(repo, ref, where_of(matrix, i)));
+    } catch (const InputError& error) {
+      errors += (errors.empty() ? "" : "\n") + std::string(error.what());
+    }
+  }
+  if (!errors.empty()) throw InputError(errors);
+  return commits;
+}
+
+std::map<std::string, ResolvedBranch> checkout_matrix_branches(
+    const ExpandedMatrix& matrix, const std::filesystem::path& work_dir) {
+  std::map<std::string, ResolvedBranch> branches;
+  const std::filesystem::path repo = matrix_repo_path(matrix);
+  // Every ref resolved before the first worktree is made: a bad one leaves nothing behind.
+  resolve_matrix_commits(matrix);
+  for (size_t i = 0; i < matrix.branches.size(); ++i) {
+    const std::string& ref = matrix.branches[i];
+    if (branches.count(ref) != 0) continue;
+    branches.emplace(ref, checkout_branch(repo, ref, work_dir, where_of(matrix, i)));
+  }
+  return branches;
+}
+
+std::map<std::string, std::string> commits_of(
+    const std::map<std::string, ResolvedBranch>& branches) {
+  std::map<std::string, std::string> commits;
+  for (const auto& [ref, branch] : branches) commits.emplace(ref, branch.commit);
+  return commits;
+}
+
+}  // namespace scalebench
