@@ -9,6 +9,7 @@
 #include "common/base/exit_status.h"
 #include "common/base/logging.h"
 #include "common/cell/repetition_stats.h"
+#include "orchestrator/adaptive_rounds.h"
 #include "orchestrator/analysis_process.h"
 #include "orchestrator/cell_inputs.h"
 #include "orchestrator/cli.h"
@@ -59,6 +60,9 @@ int final_exit_status(const PreparedRun& prepared, const OrchestratorOutcome& ou
     if (it == stored.end() || it->second.status == CellStatus::kRunning ||
         it->second.status == CellStatus::kInterrupted) {
       unfinished = true;
+    } else if (it->second.status == CellStatus::kSkipped && cell.adaptive_repetitions &&
+               cell.repetition >= kMinAdaptiveRounds) {
+      continue;  // Note [Adaptive repetitions]: a run a decided series did not need
     } else if (it->second.status != CellStatus::kOk) {
       failed = true;
     }

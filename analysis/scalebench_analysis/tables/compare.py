@@ -57,7 +57,8 @@ class GateOptions:
     correction: str = "none"  # "none" or "holm"
 
 
-def _get(spec: dict, dotted: str):
+def spec_value(spec: dict, dotted: str):
+    """The value at a dotted path of a cell spec ("model.zoo"), or None where it is absent."""
     value = spec
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -98,7 +99,9 @@ def speedup_in_file(
     runs) whose spec `field` differs from `value`, against its baseline cell, judged by
     verdict.judge (pairs.judged_row)."""
     units = runs.units_of(results)
-    examples = [_get(u.spec, field) for u in units.values() if _get(u.spec, field) is not None]
+    examples = [
+        spec_value(u.spec, field) for u in units.values() if spec_value(u.spec, field) is not None
+    ]
     if not examples:
         fields = ", ".join(sorted(results.cells.spec.iloc[0])) if len(results.cells) else "-"
         raise UsageError(
@@ -110,7 +113,7 @@ def speedup_in_file(
     key = {
         runs.match_key(unit.spec, drop): u
         for u, unit in usable.items()
-        if _get(unit.spec, field) == target
+        if spec_value(unit.spec, field) == target
     }
     if not key:
         found = sorted({str(e) for e in examples})
@@ -120,13 +123,13 @@ def speedup_in_file(
         )
     rows, side = [], pairs.Side(results, trust)
     for unit in usable.values():
-        if _get(unit.spec, field) == target:
+        if spec_value(unit.spec, field) == target:
             continue
         base_id = key.get(runs.match_key(_with(unit.spec, field, target), drop))
         if base_id is None:
             continue
         row = pairs.judged_row(side, usable[base_id], side, unit, options.alpha)
-        row["baseline"] = f"{field}={_get(usable[base_id].spec, field)}"
+        row["baseline"] = f"{field}={spec_value(usable[base_id].spec, field)}"
         rows.append(row)
     return _speedup_frame(rows, options)
 

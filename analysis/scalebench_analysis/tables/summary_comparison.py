@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from . import pairs, verdict
+from . import compare, pairs, verdict
 
 #: The verdicts in the order a count line names them.
 _ORDER = (
@@ -32,22 +32,13 @@ _KEPT = (verdict.REGRESSION, verdict.IMPROVEMENT, verdict.INCONCLUSIVE)
 _MAX_LINES = 6
 
 
-def _spec_value(spec: dict, dotted: str):
-    value = spec
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
 def _new_side(cells: pd.DataFrame, unit_ids: pd.Series, field: str) -> list[str]:
     """Per row of a speedup table (its `cell_id`: a cell or a series id), the value of
     `field` of the compared cell."""
     specs = dict(zip(cells.cell_id, cells.spec))
     if "series_id" in cells:
         specs.update({s: p for s, p in zip(cells.series_id, cells.spec) if isinstance(s, str)})
-    return [str(_spec_value(specs.get(u, {}), field)) for u in unit_ids]
+    return [str(compare.spec_value(specs.get(u, {}), field)) for u in unit_ids]
 
 
 def _side_name(field: str, value) -> str:
