@@ -55,12 +55,15 @@ def exposed_s(law: Law, ranks: int, backward_s: float) -> float:
     return max(0.0, end - backward_s)
 
 
-def _timings(world: int, law: Law, rng, spread: float, batch: int) -> np.ndarray:
+def _timings(
+    world: int, law: Law, rng, spread: float, batch: int, forward_factor: float = 1.0
+) -> np.ndarray:
     rows = WARMUP + MEASURED
     scale = batch / 16
     out = np.zeros((world, rows, len(TRAIN_PHASES)))
     for name, seconds in PHASES_S.items():
         factor = 1.0 if name == "optimizer" else scale
+        factor *= forward_factor if name == "forward" else 1.0
         out[:, :, TRAIN_PHASES.index(name)] = seconds * factor
     if spread:
         draws = rng.uniform(1.0 - spread, 1.0 + spread, size=(world, rows))
@@ -97,9 +100,13 @@ def write_law_file(
     batches=(16,),
     infer: bool = False,
     seed: int = 5,
+    branch: str = "main",
+    forward_factor: dict | None = None,
 ) -> str:
     """Training cells of the law at `worlds` (INTER's law for a world that spans nodes of
-    `gpus_per_node`), optionally with an inference curve; returns `path` as str."""
+    `gpus_per_node`), optionally with an inference curve; returns `path` as str. `branch`
+    "" writes cells without a branch; `forward_factor` maps a world to the factor its
+    forward phase is slowed by (contention among the ranks)."""
     rng = np.random.default_rng(seed)
     with h5py.File(path, "w", libver=("v110", "v110")) as f:
         mr._root_attrs(f, path)
@@ -111,7 +118,9 @@ def write_law_file(
             law = INTER if nodes > 1 else INTRA
             for batch in batches:
                 spec = make_spec("main", "train", batch, world, experiment="law")
-                timings = _timings(world, law, rng, spread, batch)
+                spec["branch"] = branch
+                slowed = (forward_factor or {}).get(world, 1.0)
+                timings = _timings(world, law, rng, spread, batch, slowed)
                 mr._write_cell(
                     cells, spec, "ok", rng, timings, [WARMUP + MEASURED] * world, hosts=hosts
                 )

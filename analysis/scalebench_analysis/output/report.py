@@ -14,6 +14,7 @@ from . import ops_render
 from .batch_plots import BATCH_PLOTS
 from .figures import figure_png
 from .plots import PLOTS, REPETITION_PLOTS
+from .projection_panel import projection_section
 from .render import TITLES, display_frame, section_notes, shown_rows
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -67,6 +68,19 @@ _TEMPLATE = """<!DOCTYPE html>
 {{ repetitions.html | safe }}
 {% if repetitions.notes %}<ul class="notes">
 {% for n in repetitions.notes %}<li>{{ n }}</li>{% endfor %}
+</ul>{% endif %}
+{% endif %}
+{% if projection %}
+<h2 id="projection">Projection: the step beyond the measured workers</h2>
+{% if projection.plot %}
+<img alt="Projected step and efficiency against workers"
+ src="data:image/png;base64,{{ projection.plot }}">
+<p class="caption">{{ projection.caption }}</p>
+{{ projection_table | safe }}
+{% else %}<p class="caption" id="projection-empty">Not projected: {{ projection.why }}.</p>
+{% endif %}
+{% if projection.notes %}<ul class="notes">
+{% for n in projection.notes %}<li>{{ n }}</li>{% endfor %}
 </ul>{% endif %}
 {% endif %}
 {% if studies %}
@@ -295,6 +309,7 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
                 ],
             }
         )
+    projection = projection_section(analysis)  # issue 51: None without a trained cell
     gate = None
     if "regressions" in analysis.sections:
         gate = compare.gate_summary(analysis.sections["regressions"], analysis.options.gate)
@@ -312,6 +327,12 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
         studies=studies,
         batch_plots=rendered(BATCH_PLOTS) if studies else [],
         repetitions=_repetitions(analysis, rendered),
+        projection=projection,
+        projection_table=(
+            _plain_table(projection.table)
+            if projection is not None and projection.table is not None
+            else ""
+        ),
         tables=tables,
         gate=gate,
         path=analysis.results.path,

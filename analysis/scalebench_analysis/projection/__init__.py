@@ -60,5 +60,10 @@ a training step of N workers at per-rank batch b is
 What the model does not see: contention the probe or the small worlds do not show
 (shared links, switches, a parameter server-like hot spot), the switch of MPI/NCCL to
 other algorithms (tree, recursive doubling) at large N, buckets cut at parameter edges
-(the model's buckets are the caps), and a data loader that does not scale.
+(the model's buckets are the caps), and a data loader that does not scale. Where the fit
+cells themselves show contention, the forward phase (no allreduce in flight) slowing by
+more than model.CONTENTION between the smallest and largest fit world, `missing` says so
+(model.contention_notes): the projection keeps the largest fit world's compute, and on a
+machine whose cores the ranks share it then understates the step (docs/projection.md,
+a real run on two cores).
 """

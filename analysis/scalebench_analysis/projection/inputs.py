@@ -53,9 +53,11 @@ class MeasuredCell:
 
 
 def curve_label(cell) -> str:
-    """The label of a cell's curve: its label without batch and world size."""
+    """The label of a cell's curve: its label (read/cells.py) without batch and world size:
+    the branch only where the cell has one, never a placeholder."""
+    branch = f"{cell.branch}/" if cell.branch else ""
     setting = "" if cell.setting == "default" else f" [{cell.setting}]"
-    return f"{cell.branch or '-'}/{cell.experiment}/{cell.mode}/{cell.precision}{setting}"
+    return f"{branch}{cell.experiment}/{cell.mode}/{cell.precision}{setting}"
 
 
 def exposed_comm_s(comm_wait: np.ndarray) -> float:

@@ -25,6 +25,9 @@ BUCKET_CANDIDATES_MIB = (0.25, 0.5, 1, 2, 4, 8, 16, 25, 32, 64, 128, 256)
 #: Two steps within this fraction are equal when choosing the best bucket size: the
 #: largest such cap wins (fewer collectives to launch).
 BUCKET_TIE = 0.001
+#: The growth of the forward phase between the smallest and the largest fit world above
+#: which contention_notes says the ranks contend (run-to-run noise stays below it).
+CONTENTION = 0.10
 #: The parts of a predicted step besides the compute phases, in console order.
 STRAGGLER, EXPOSED = "straggler", "comm_exposed"
 
@@ -74,8 +77,36 @@ def curves(
         if curve.mode == "train":
             curve.comm = communication(fit, probe_links)
             curve.notes.extend(curve.comm.notes)
+            curve.notes.extend(contention_notes(curve.label, fit))
         out.append(curve)
     return out
+
+
+def contention_notes(label: str, cells: Sequence[MeasuredCell]) -> list[str]:
+    """Per batch, a note when the forward phase (no gradient allreduce in flight) of the
+    largest fit world is more than CONTENTION slower than at the smallest: the ranks
+    contend for the machine (cores, memory bandwidth, PCIe), which the model holds at the
+    largest fit world's level; a contention that grows with more workers per node is not
+    projected (docs/projection.md#a-real-run-on-two-cores)."""
+    notes = []
+    for batch in sorted({c.batch_size for c in cells}):
+        at = [c for c in cells if c.batch_size == batch and "forward" in c.phases]
+        if len(at) < 2:
+            continue
+        low, high = min(at, key=lambda c: c.world_size), max(at, key=lambda c: c.world_size)
+        if low.world_size == high.world_size:
+            continue
+        with np.errstate(all="ignore"):
+            ratio = np.nanmedian(high.phases["forward"]) / np.nanmedian(low.phases["forward"])
+        if math.isfinite(ratio) and ratio > 1 + CONTENTION:
+            notes.append(
+                f"{label} b{batch}: forward is {ratio:.2f}x slower at {high.world_size} "
+                f"workers than at {low.world_size} (no allreduce runs then): the ranks contend "
+                f"for the machine (cores, memory bandwidth); the projection keeps compute at "
+                f"the {high.world_size}-worker level and misses contention that grows with "
+                f"more workers a node; measure the largest world a node holds"
+            )
+    return notes
 
 
 def _measured_at(curve: Curve, batch: int, workers: int) -> MeasuredCell | None:

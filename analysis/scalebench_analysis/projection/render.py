@@ -54,6 +54,12 @@ def _mib(value) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:g}"
 
 
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column of `frame`, all NaN where _rows dropped it (no finite value: a
+    step without a communication fit, a world no cell measured)."""
+    return frame[name] if name in frame else pd.Series(np.nan, frame.index)
+
+
 def _train_console(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     shown = pd.DataFrame(
         {
@@ -61,16 +67,16 @@ def _train_console(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "batch": frame.batch_size,
             "workers": frame.workers,
             "nodes": frame.nodes.map(lambda n: str(int(n))),
-            "step_ms": frame.step_s.map(_ms),
-            "p95_ms": frame.step_p95_s.map(_ms),
-            "samples/s": frame.throughput_samples_per_s.map(_number),
-            "weak_eff": frame.weak_efficiency.map(_pct),
-            "strong_eff": frame.get("strong_efficiency", pd.Series(np.nan, frame.index)).map(_pct),
+            "step_ms": _column(frame, "step_s").map(_ms),
+            "p95_ms": _column(frame, "step_p95_s").map(_ms),
+            "samples/s": _column(frame, "throughput_samples_per_s").map(_number),
+            "weak_eff": _column(frame, "weak_efficiency").map(_pct),
+            "strong_eff": _column(frame, "strong_efficiency").map(_pct),
             "bottleneck": frame.bottleneck,
-            "bucket_MiB": frame.bucket_mib.map(_mib),
-            "best_MiB": frame.best_bucket_mib.map(_mib),
-            "measured_ms": frame.measured.map(_ms),
-            "error": frame.error.map(_signed),
+            "bucket_MiB": _column(frame, "bucket_mib").map(_mib),
+            "best_MiB": _column(frame, "best_bucket_mib").map(_mib),
+            "measured_ms": _column(frame, "measured").map(_ms),
+            "error": _column(frame, "error").map(_signed),
         }
     )
     parts = {"curve": frame.curve, "batch": frame.batch_size, "workers": frame.workers}
@@ -81,20 +87,18 @@ def _train_console(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _infer_console(frame: pd.DataFrame) -> pd.DataFrame:
-    weak = frame.get("weak_efficiency", pd.Series(np.nan, frame.index))
-    strong = frame.get("strong_efficiency", pd.Series(np.nan, frame.index))
     return pd.DataFrame(
         {
             "curve": frame.curve,
             "batch": frame.batch_size,
             "shards": frame.workers,
-            "latency_ms": frame.latency_s.map(_ms),
-            "p95_ms": frame.latency_p95_s.map(_ms),
-            "samples/s": frame.throughput_samples_per_s.map(_number),
-            "weak_eff": weak.map(_pct),
-            "strong_eff": strong.map(_pct),
-            "measured": frame.measured.map(_number),
-            "error": frame.error.map(_signed),
+            "latency_ms": _column(frame, "latency_s").map(_ms),
+            "p95_ms": _column(frame, "latency_p95_s").map(_ms),
+            "samples/s": _column(frame, "throughput_samples_per_s").map(_number),
+            "weak_eff": _column(frame, "weak_efficiency").map(_pct),
+            "strong_eff": _column(frame, "strong_efficiency").map(_pct),
+            "measured": _column(frame, "measured").map(_number),
+            "error": _column(frame, "error").map(_signed),
         }
     )
 
