@@ -410,6 +410,7 @@ def run_compare(args) -> int:
 
 def run_report(args) -> int:
     from .output.report import write_report  # matplotlib: see run_analyze
+    from .projection.report_section import projection_section
 
     if probe.is_probe_file(args.results):
         _refuse_results_options(args)
@@ -420,7 +421,8 @@ def run_report(args) -> int:
         return _probe_status(loaded)
     analysis = analyze(args.results, _options(args))
     _warn_damaged("report", analysis.results, analysis.baseline)
-    write_report(analysis, args.output, title=args.title)
+    section = projection_section(analysis)  # issue 51: None without a trained cell
+    write_report(analysis, args.output, title=args.title, projection=section)
     print(f"wrote {args.output}", file=sys.stderr)
     return EXIT_OK
 

@@ -1,5 +1,5 @@
 """The projection in the report and in `scalebench project`'s names (issue 51): the report's
-projection section (output/projection_panel.py) holds the projected step and efficiency
+projection section (projection/report_section.py) holds the projected step and efficiency
 beside the measured cells, or says why it is empty; curves are named by their cells'
 labels, with no placeholder for a missing branch; the forward phase growing between the
 fit worlds is reported as contention (docs/projection.md#a-real-run-on-two-cores)."""
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import projection_files as pf
-from scalebench_analysis.output.projection_panel import projection_section, report_workers
 from scalebench_analysis.projection.model import ProjectionOptions
 from scalebench_analysis.projection.project import project
+from scalebench_analysis.projection.report_section import projection_section, report_workers
 from scalebench_analysis.read.loader import load
 from scalebench_analysis.tables.analysis import analyze
 

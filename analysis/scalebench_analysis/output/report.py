@@ -14,7 +14,6 @@ from . import ops_render
 from .batch_plots import BATCH_PLOTS
 from .figures import figure_png
 from .plots import PLOTS, REPETITION_PLOTS
-from .projection_panel import projection_section
 from .render import TITLES, display_frame, section_notes, shown_rows
 
 _TEMPLATE = """<!DOCTYPE html>
@@ -256,7 +255,9 @@ NOT_DRAWN = {
 }
 
 
-def render_html(analysis: Analysis, title: str | None = None) -> str:
+def render_html(analysis: Analysis, title: str | None = None, projection=None) -> str:
+    """The page. `projection`: the Projection section (projection/report_section.py's
+    ProjectionSection: plot, caption, table, why, notes), None to leave it out."""
     absent = []
 
     def rendered(plot_list):
@@ -309,7 +310,6 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
                 ],
             }
         )
-    projection = projection_section(analysis)  # issue 51: None without a trained cell
     gate = None
     if "regressions" in analysis.sections:
         gate = compare.gate_summary(analysis.sections["regressions"], analysis.options.gate)
@@ -340,6 +340,6 @@ def render_html(analysis: Analysis, title: str | None = None) -> str:
     )
 
 
-def write_report(analysis: Analysis, path: str, title: str | None = None) -> None:
+def write_report(analysis: Analysis, path: str, title: str | None = None, projection=None) -> None:
     with open(path, "w", encoding="utf-8") as out:
-        out.write(render_html(analysis, title))
+        out.write(render_html(analysis, title, projection))

@@ -3,7 +3,9 @@ step and the weak scaling efficiency that `scalebench project` predicts at more 
 than measured (a line), beside the measured cells (markers), with the projected rows as a
 table and what the projection lacked. When nothing can be drawn, the section says why.
 The model is Note [Projection model] in projection/__init__.py; the numbers are the ones
-`scalebench project FILE --workers <report_workers(...)>` prints."""
+`scalebench project FILE --workers <report_workers(...)>` prints. The report command
+(cli.run_report) builds it and hands it to output/report.py, which only renders it: the
+output layer does not import the projection's."""
 
 from __future__ import annotations
 
@@ -16,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..projection.inputs import curve_label
-from ..projection.model import ProjectionOptions
-from ..projection.project import project
-from .figures import STYLE, figure_png
-from .panels import legend_beside, say_empty
+from ..output.figures import STYLE, figure_png
+from ..output.panels import legend_beside, say_empty
+from .inputs import curve_label
+from .model import ProjectionOptions
+from .project import project
 
 #: Default reach of the report's projection: up to this many times the largest measured world.
 REACH = 4
