@@ -35,7 +35,7 @@ std::string twin_words(const CellSpec& cell) {
 /// PYTHONPATH for the export: the source tree's client package first (a build run from its
 /// source tree needs nothing installed), then what the environment had.
 std::string client_python_path() {
-  const auto client = build_info::source_dir() / "protocol" / "client";
+  const auto client = build_info::source_dir() / "program" / "client";
   const char* existing = std::getenv("PYTHONPATH");
   std::string path;
   std::error_code error;

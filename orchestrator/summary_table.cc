@@ -76,6 +76,12 @@ std::string untrusted_because(const nlohmann::json& summary, const nlohmann::jso
                         fixed(100 * overview_number(summary, "max_valid_cv"), 0) + "%");
     }
   }
+  if (!flag_holds(summary, "valid_drift")) {
+    const double drift = overview_number(summary, "drift");
+    reasons.push_back(std::string("warm-up drift ") + (drift >= 0 ? "+" : "") +
+                      fixed(100 * drift, 1) + "% (|drift| > " +
+                      fixed(100 * overview_number(summary, "max_valid_drift"), 0) + "%)");
+  }
   if (!flag_holds(summary, "valid_replicas_in_sync")) {
     reasons.push_back("replicas out of sync (param_checksum differs)");
   }
@@ -95,6 +101,8 @@ SummaryRow row_of(const std::string& id, const nlohmann::json& cell) {
   row.cell_id = id.empty() ? overview_text(cell, "cell_id") : id;
   const auto stored = stored_spec(spec);
   row.label = stored ? cell_label(*stored) : row.cell_id;
+  // No placeholder for a missing branch in what a user reads (issue 54: labels began "-/").
+  if (row.label.rfind("-/", 0) == 0) row.label.erase(0, 2);
   row.cpu_threads = overview_integer(spec, "cpu_threads");
   row.branch = overview_text(spec, "branch");
   row.experiment = overview_text(spec, "experiment");

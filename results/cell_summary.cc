@@ -58,6 +58,15 @@ std::vector<double> slowest_rank_per_row(const std::vector<RankTable>& tables,
   return series;
 }
 
+/// median(first half) / median(second half) - 1 of `series`; NaN below 4 values.
+double warmup_drift(const std::vector<double>& series) {
+  const size_t half = series.size() / 2;
+  if (half < 2) return kNaN;
+  const std::vector<double> first(series.begin(), series.begin() + static_cast<long>(half));
+  const std::vector<double> last(series.end() - static_cast<long>(half), series.end());
+  return summarize(first).median / summarize(last).median - 1.0;
+}
+
 /// Per row: the mean over ranks of `phase` (ranks without a value in that row left out).
 std::vector<double> rank_mean_per_row(const std::vector<RankTable>& tables,
                                       const std::string& phase) {
@@ -263,13 +272,16 @@ CellSummary summarize_cell(const CellSpec& spec, const std::vector<RankResult>& 
                          });
   s.valid_replicas_in_sync =
       train && checksums ? replicas_in_sync(tables, limits.replica_checksum_rel_tolerance) : true;
+  s.drift = warmup_drift(train ? samples : rank_mean_per_row(tables, s.metric));
+  s.valid_drift = !(std::abs(s.drift) > limits.max_drift);  // true for NaN
   // A cell whose worker found a reason not to trust it (a program that ran fewer steps than
   // asked, the branch's code shadowed: RankResult::untrusted_reasons, stored beside the
   // summary) is not valid either, so `info` and the end-of-run table never show it as valid.
   const bool trusted = std::all_of(ranks.begin(), ranks.end(), [](const RankResult& rank) {
     return rank.untrusted_reasons.empty();
   });
-  s.valid = s.valid_enough_iterations && s.valid_cv && s.valid_replicas_in_sync && trusted;
+  s.valid = s.valid_enough_iterations && s.valid_cv && s.valid_drift && s.valid_replicas_in_sync &&
+            trusted;
   return s;
 }
 

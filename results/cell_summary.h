@@ -22,6 +22,9 @@ namespace scalebench {
 inline constexpr size_t kMinValidIterations = 5;
 /// Largest coefficient of variation (`cv`, a fraction) for `valid_cv`.
 inline constexpr double kMaxValidCv = 0.10;
+/// Largest |warm-up drift| (median of the first half of the measured iterations over that
+/// of the second half, minus 1) for `valid_drift`: beyond it the cell was still warming up.
+inline constexpr double kMaxValidDrift = 0.10;
 /// Relative tolerance for `valid_replicas_in_sync` on `param_checksum`.
 inline constexpr double kReplicaChecksumRelTolerance = 1e-6;
 
@@ -29,6 +32,7 @@ inline constexpr double kReplicaChecksumRelTolerance = 1e-6;
 struct ValidityThresholds {
   size_t min_iterations = kMinValidIterations;
   double max_cv = kMaxValidCv;
+  double max_drift = kMaxValidDrift;
   double replica_checksum_rel_tolerance = kReplicaChecksumRelTolerance;
 };
 
@@ -69,6 +73,11 @@ struct CellSummary {
   double samples_per_joule = 0.0;
   bool valid_enough_iterations = false;
   bool valid_cv = false;
+  /// The warm-up drift of the per-iteration series (train: slowest rank; inference: rank
+  /// mean): median(first half) / median(second half) - 1, NaN below 4 iterations; the one
+  /// definition the analysis's trust table reads (tables/quality.py).
+  double drift = 0.0;
+  bool valid_drift = false;  ///< |drift| <= max_drift (1 when drift is NaN)
   bool valid_replicas_in_sync = false;
   bool valid = false;
   ValidityThresholds thresholds;  ///< what the `valid_*` flags above were judged by

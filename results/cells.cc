@@ -472,10 +472,13 @@ void write_summary(hid_t cell_group, const CellSummary& s) {
   h5::write_flag_attribute(group, "valid", s.valid);
   h5::write_flag_attribute(group, "valid_enough_iterations", s.valid_enough_iterations);
   h5::write_flag_attribute(group, "valid_cv", s.valid_cv);
+  h5::write_double_attribute(group, "drift", s.drift);
+  h5::write_flag_attribute(group, "valid_drift", s.valid_drift);
   h5::write_flag_attribute(group, "valid_replicas_in_sync", s.valid_replicas_in_sync);
   h5::write_int64_attribute(group, "min_valid_iterations",
                             static_cast<int64_t>(s.thresholds.min_iterations));
   h5::write_double_attribute(group, "max_valid_cv", s.thresholds.max_cv);
+  h5::write_double_attribute(group, "max_valid_drift", s.thresholds.max_drift);
   h5::write_double_attribute(group, "replica_checksum_rel_tolerance",
                              s.thresholds.replica_checksum_rel_tolerance);
 }

@@ -22,7 +22,7 @@
 namespace scalebench {
 
 /// Value of the root attribute `scalebench_layout_version`, and its major part.
-inline constexpr const char* kResultsLayoutVersion = "1.9";
+inline constexpr const char* kResultsLayoutVersion = "1.10";
 inline constexpr int kResultsLayoutMajor = 1;
 
 /// What the file says about one cell (enough for --resume to decide skip or retry).

@@ -35,6 +35,7 @@ def cpp_thresholds() -> dict:
     return {
         "min_valid_iterations": np.int64(value("kMinValidIterations")),
         "max_valid_cv": np.float64(value("kMaxValidCv")),
+        "max_valid_drift": np.float64(value("kMaxValidDrift")),
         "replica_checksum_rel_tolerance": np.float64(value("kReplicaChecksumRelTolerance")),
     }
 
@@ -169,6 +170,16 @@ def summary_of(
                 <= thresholds["replica_checksum_rel_tolerance"] * scale
             )
         )
+    # The warm-up drift of the per-iteration series (train: slowest rank; inference: rank
+    # mean): median(first half) / median(second half) - 1, NaN below 4 iterations.
+    rows = np.isfinite(main).any(axis=0)
+    series = np.nanmax(main[:, rows], axis=0) if mode == "train" else np.nanmean(main[:, rows], 0)
+    half = series.size // 2
+    out["drift"] = (
+        float(np.median(series[:half]) / np.median(series[-half:]) - 1.0)
+        if half >= 2
+        else float("nan")
+    )
     flags = {
         "valid_enough_iterations": out["count"] >= thresholds["min_valid_iterations"],
         # iterations auto (stop_reason precise/budget/cap): judged by its interval, not its cv
@@ -177,6 +188,7 @@ def summary_of(
             if stop_reason in ("precise", "budget", "cap")
             else bool(out["cv"] <= thresholds["max_valid_cv"])
         ),
+        "valid_drift": not (abs(out["drift"]) > thresholds["max_valid_drift"]),
         "valid_replicas_in_sync": in_sync,
     }
     out.update({k: np.int8(v) for k, v in flags.items()})

@@ -96,7 +96,11 @@ def test_summary_matches_the_raw_timings(raw):
         cv = np.std(samples, ddof=1) / np.mean(samples) if samples.size > 1 else np.nan
         assert s["cv"] == pytest.approx(cv, rel=1e-9, nan_ok=True)
         enough = samples.size >= s["min_valid_iterations"]
-        quiet = bool(cv <= s["max_valid_cv"])
+        # Layout 1.10: a cell that chose its own iterations is judged by its interval.
+        stop = s.get("stop_reason", "")
+        stop = stop.decode() if isinstance(stop, bytes) else str(stop)
+        auto = stop in ("precise", "budget", "cap")
+        quiet = stop == "precise" if auto else bool(cv <= s["max_valid_cv"])
         in_sync = cell.replicas_in_sync(s["replica_checksum_rel_tolerance"])
         assert (s["valid_enough_iterations"], s["valid_cv"], s["valid_replicas_in_sync"]) == (
             enough,
@@ -106,7 +110,12 @@ def test_summary_matches_the_raw_timings(raw):
         # Layout 1.9: a cell with untrusted_reasons (a program cell's worker found one) is
         # not valid, so info never shows it as such.
         trusted = not json.loads(cell.attrs.get("untrusted_reasons", "[]"))
-        assert s["valid"] == (enough and quiet and in_sync and trusted)
+        # Layout 1.10: the warm-up drift is stored and judged with the other flags.
+        settled = True
+        if "drift" in s:
+            settled = not (abs(s["drift"]) > s["max_valid_drift"])
+            assert s["valid_drift"] == settled, cell.cell_id
+        assert s["valid"] == (enough and quiet and settled and in_sync and trusted)
         # Layout 1.8: the median's interval, the same order statistics as the reference.
         if "median_ci_low_s" in s:
             low, high = reference_figures.median_interval(samples)

@@ -10,10 +10,13 @@ Definitions (docs/analysis-guide.md#metrics):
   stores them with the thresholds they were judged by in `/cells/<id>/summary`. They are
   read here, never recomputed (see LAYOUT_1_0_THRESHOLDS in read/cells.py for layout 1.0
   files).
-* drift (not in the file): median of the first half of the measured iteration series /
-  median of its second half - 1 (series: train: slowest-rank step per iteration;
-  inference: mean over ranks of the batch time per batch index). Positive drift means the
-  cell was still warming up; needs at least 4 measured iterations, else NaN.
+* drift: median of the first half of the measured iteration series / median of its second
+  half - 1 (series: train: slowest-rank step per iteration; inference: mean over ranks of
+  the batch time per batch index). Positive drift means the cell was still warming up;
+  needs at least 4 measured iterations, else NaN. Since layout 1.10 the file stores it
+  (summary `drift`, judged by `max_valid_drift` into `valid_drift` and `valid`: one notion
+  of trust with `scalebench run`'s and `info`'s tables); it is computed here for older
+  files.
 * trusted: status ok, the file's validity flags all hold (with `max_cv` given, the file's
   cv is judged against it instead of the file's `valid_cv`), |drift| <= max_drift and the
   cell has no `untrusted_reasons` (layout 1.9: a program that ran other steps than asked,
@@ -136,7 +139,12 @@ def _short_of_target(cell: pd.Series, stop: str) -> str:
 
 def _trust_row(results: Results, cell: pd.Series, options: QualityOptions) -> dict:
     count, cv = cell.get("count"), cell.get("cv", np.nan)
-    drift = drift_of(iteration_series(results, cell.cell_id, cell["mode"]))
+    stored = cell.get("drift")  # layout 1.10: the file's own figure (module doc)
+    drift = (
+        float(stored)
+        if stored is not None and pd.notna(stored)
+        else drift_of(iteration_series(results, cell.cell_id, cell["mode"]))
+    )
     row = {"cell_id": cell.cell_id, "count": count, "cv": cv, "drift": drift}
     if count is None or pd.isna(count):
         return {
