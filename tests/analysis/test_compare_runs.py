@@ -96,7 +96,8 @@ def test_a_file_against_itself(files, tmp_path):
     run_cli("compare", base, base, "--format", "json", "-o", str(out), check_rc=0)
     rows = _rows(out)["regressions"]
     (row,) = [r for r in rows if r["new_cell_id"] == series_id]
-    assert row["verdict"] == "not significant" and row["p_value"] == 1.0
+    # No difference, and its interval (a point) inside the threshold: equivalent.
+    assert row["verdict"] == "within threshold" and row["p_value"] == 1.0
     assert row["ratio"] == pytest.approx(1.0) and row["phases"] == ""
     assert {r["verdict"] for r in rows if r["n_base"] == 1} <= {"inconclusive"}
 

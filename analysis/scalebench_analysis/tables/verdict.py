@@ -58,8 +58,12 @@ the weighing keeps the A/A false-verdict rate at or below alpha under that load
 
 Verdicts (`decide`): significant (p, Holm-adjusted with --correction holm, below alpha) and
 slower by more than the threshold: `regression`; faster by more than the threshold:
-`improvement`; significant within the threshold: `within threshold`; else `not
-significant`. Why a t test and not a permutation test over runs: with 3 runs a side a
+`improvement`; significant within the threshold: `within threshold`; not significant but
+with the whole interval of the ratio inside +-threshold (ci_low >= 1 / (1 + threshold) and
+ci_high <= 1 + threshold: equivalence, two one-sided tests, here at the stricter 1 - alpha
+interval): `within threshold` too, an answer ("no change beyond the threshold") that lets
+an A/A pair of `repetitions: auto` stop before its cap; else `not significant`.
+Why a t test and not a permutation test over runs: with 3 runs a side a
 permutation test has 20 arrangements, so its smallest two-sided p-value is 0.1 and it could
 never reach alpha 0.05; a bootstrap of 3 values is as coarse. Welch's t test uses the
 spread of the runs, accepts unequal variances, and holds for log-normal run medians (up
@@ -310,6 +314,9 @@ def decide(row: dict, threshold: float, alpha: float, p_adjusted: float | None =
         return row["verdict"]
     p = row["p_value"] if p_adjusted is None else p_adjusted
     if not p < alpha:
+        low, high = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
+        if low >= 1.0 / (1.0 + threshold) and high <= 1.0 + threshold:  # equivalence
+            return WITHIN_THRESHOLD
         return NOT_SIGNIFICANT
     if row["change"] > threshold:
         return REGRESSION
