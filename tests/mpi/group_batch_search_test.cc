@@ -160,7 +160,7 @@ TEST(GroupBatchSearch, SearchDeadlineReservesTheTimedRun) {
   cell.max_seconds = 60;
   EXPECT_NEAR(share(cell, 200), 125, 1e-6);  // reserve 1.25 x 60 s
   EXPECT_NEAR(share(cell, 600), 450, 1e-6);  // at least a quarter
-  EXPECT_NEAR(share(cell, 100), 50, 1e-6);    // at most half
+  EXPECT_NEAR(share(cell, 100), 50, 1e-6);   // at most half
   cell.max_seconds = 1;
   EXPECT_NEAR(share(cell, 100), 75, 1e-6);  // at least a quarter
 }
