@@ -2,6 +2,8 @@
 // matrix/branch_resolution.h.
 #include "matrix/branch_resolution.h"
 
+#include <set>
+
 #include "common/base/diagnostics.h"
 
 namespace scalebench {
@@ -43,14 +45,19 @@ std::filesystem::path default_work_dir(const std::filesystem::path& output_path)
 std::map<std::string, std::string> resolve_matrix_commits(const ExpandedMatrix& matrix) {
   std::map<std::string, std::string> commits;
   const std::filesystem::path repo = matrix_repo_path(matrix);
-  std::string errors;  // every bad ref of the file at once, as for keys
+  std::string errors;          // every bad ref of the file at once, as for keys
+  std::set<std::string> said;  // a problem of the repo itself is said once, not per branch
   for (size_t i = 0; i < matrix.branches.size(); ++i) {
     const std::string& ref = matrix.branches[i];
     if (commits.count(ref) != 0) continue;
+    const std::string where = where_of(matrix, i);
     try {
-      commits.emplace(ref, resolve_ref(repo, ref, where_of(matrix, i)));
+      commits.emplace(ref, resolve_ref(repo, ref, where));
     } catch (const InputError& error) {
-      errors += (errors.empty() ? "" : "\n") + std::string(error.what());
+      const std::string text = error.what();
+      const std::string problem = text.rfind(where, 0) == 0 ? text.substr(where.size()) : text;
+      if (problem.find(" ref ") == std::string::npos && !said.insert(problem).second) continue;
+      errors += (errors.empty() ? "" : "\n") + text;
     }
   }
   if (!errors.empty()) throw InputError(errors);

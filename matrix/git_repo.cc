@@ -256,7 +256,7 @@ std::string resolve_ref(const std::filesystem::path& repo, const std::string& re
     throw InputError(context(where) + ": ref " + shown(ref) + " names no commit in repo " +
                      shown(path.string()) +
                      " (no such branch, tag, remote-tracking branch or commit id there)" +
-                     (suggestion.empty() ? "" : "; did you mean " + shown(suggestion) + "?") +
+                     (suggestion.empty() ? "." : "; did you mean " + shown(suggestion) + "?") +
                      " Check the spelling (`git -C <repo> branch -a`), or fetch it first (`git "
                      "fetch`).");
   }

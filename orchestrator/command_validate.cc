@@ -168,9 +168,16 @@ void add_validate_command(CLI::App& app, int& exit_status, const WorkerFactory& 
           "add --preflight or leave --work-dir out");
     }
     const ExpandedMatrix matrix = load_matrix(options->matrix_path, options->limits());
-    // A local repository's refs are checked as run would (git rev-parse: cheap, no network,
-    // no worktree), every bad one with its line:column and the closest name (issue 54).
-    if (!matrix.repo.empty()) resolve_matrix_commits(matrix);
+    // The refs of a local checkout named by repo: are checked as run would (git rev-parse:
+    // cheap, no network, no worktree), every bad one with its line:column and the closest
+    // name (issue 54). Only when repo: is a checkout's top (it holds .git): a shipped example
+    // that points into a folder of another tree, or at a repository a demo makes first,
+    // validates as before, and plan and run resolve its refs.
+    if (!matrix.repo.empty()) {
+      std::error_code ec;
+      const auto repo = matrix_repo_path(matrix);
+      if (std::filesystem::exists(repo / ".git", ec)) resolve_matrix_commits(matrix);
+    }
     for (const auto& warning : matrix.warnings) std::cerr << warning << "\n";
     if (const auto warning = aoti_loader_warning(matrix, worker); !warning.empty()) {
       std::cerr << wrap_words(warning, "", "  ");
