@@ -95,14 +95,17 @@ def test_lightning_reports_its_phases_on_every_rank_of_both_branches(lightning_f
             # The time the client could have lost: the gaps between its records, less the
             # hooks it recorded inside them. Guards against time of a phase the client did
             # not record (the rest of the gaps is Lightning's own loop code between its
-            # profiled actions, a few hundred microseconds a step on this CPU): within 1 % of
-            # the step, as before. Each gap is taken as its median over the steps, not the
-            # step's share: a busy machine preempts the program in a gap of some steps
-            # (issue 43: 98.99 % under load), and a gap preempted in fewer than half of the
-            # steps does not move its median, while time lost in most steps still does.
+            # profiled actions, a few hundred microseconds a step on this CPU): within 2 % of
+            # the step. Each gap is taken as its median over the steps, not the step's share:
+            # a busy machine preempts the program in a gap of some steps (issue 43: 98.99 %
+            # under load), and a gap preempted in fewer than half of the steps does not move
+            # its median, while time lost in most steps still does. 2 %, not 1 %: a world-2
+            # cell on 2 cores beside rank 0 is preempted in most steps (stop 52's fresh-clone
+            # CI: 0.91 ms of a 75.6 ms step, 1.2 %); a phase left unrecorded (the optimizer's
+            # update, a data batch) costs far more than 1.5 ms of this step.
             lost = np.median(gaps, axis=0).sum() - np.median(hooks[rank])
             typical = np.median(step[rank])
-            assert lost <= 0.01 * typical, (where, np.median(gaps, axis=0), typical)
+            assert lost <= 0.02 * typical, (where, np.median(gaps, axis=0), typical)
     assert seen == {(b, w) for b in ("main", "bf16-channels-last") for w in (1, 2)}
     # Start-up: the program's launch to its first step (imports, Hydra, model, DDP setup).
     for cell in cells.values():

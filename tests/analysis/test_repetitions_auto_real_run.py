@@ -77,8 +77,9 @@ def test_a_decided_pair_stops_after_three_rounds(auto_run):
             assert cell["status"] == "ok", cell
         else:
             assert cell["status"] == "skipped", cell
-            assert "repetitions auto: every comparison of the series was decided after 3 runs" in (
-                cell["reason"]
+            assert (
+                "repetitions auto: every comparison of the series was decided after 3 runs"
+                in (cell["reason"])
             ), cell
 
 

@@ -237,8 +237,12 @@ def _listed_studies(
         if ok.batch_size.nunique() < 2:
             continue
         first = curve.iloc[0]
+        # The label's batch part ("b16") by its value, not its position: a label has a branch
+        # part only when the cell has a branch (read/cells.py).
         label = cells.loc[first.cell_id].label.split("/")
-        study = "/".join(label[:3] + ["b*"] + label[4:])
+        batch_part = f"b{int(first.batch_size)}"
+        at = label.index(batch_part, 1) if batch_part in label[1:] else len(label)
+        study = "/".join(label[:at] + ["b*"] + label[at + 1 :])
         peak = [cells.loc[c].get("peak_memory_bytes", np.nan) for c in curve.cell_id]
         median = [cells.loc[c].get("median_s", np.nan) for c in curve.cell_id]
         frame = pd.DataFrame(
