@@ -11,23 +11,12 @@ person.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from ..arguments import fraction
+from ..arguments import fraction, positive_int
 from ..read.loader import load
 from ..tables.decide import DecideOptions, look_at, look_json
-
-
-def _look(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of runs") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--look {text}: must be 1 or more runs")
-    return value
 
 
 def add_parser(sub) -> None:
@@ -40,7 +29,7 @@ def add_parser(sub) -> None:
     d.add_argument("results", help="results .h5 file of a running `scalebench run`")
     d.add_argument(
         "--look",
-        type=_look,
+        type=positive_int,
         required=True,
         metavar="R",
         help="judge the runs of rounds 0 .. R-1 (the look before round R)",

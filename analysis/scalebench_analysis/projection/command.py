@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..arguments import positive_int
 from ..output.fit import console_width
 from .model import ProjectionOptions
 from .project import project
@@ -27,16 +28,6 @@ def worker_list(text: str) -> tuple:
     if bad:
         raise argparse.ArgumentTypeError(f"worker counts must be >= 1, got {bad} in {text!r}")
     return counts
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
-    return value
 
 
 def add_parser(sub) -> None:
