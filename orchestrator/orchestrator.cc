@@ -249,7 +249,7 @@ class Loop {
       const double budget_s = adaptive_->budget_s();
       const double elapsed_s = std::chrono::duration<double>(Clock::now() - started_).count();
       const bool out_of_budget = budget_s > 0 && elapsed_s > budget_s;
-      AdaptiveLook look;
+      AdaptiveLook look;  // without a look (none, or it failed): every series undecided
       look.undecided = adaptive_->held_series();
       if (!out_of_budget && options_.look) {
         try {
@@ -258,7 +258,6 @@ class Loop {
         } catch (const std::exception& error) {
           SB_LOG(warning) << "repetitions auto: the look before round " << round + 1
                           << " failed, so the round runs for every series: " << error.what();
-          look.undecided = adaptive_->held_series();
         }
       }
       if (!look.summary.empty()) SB_LOG(info) << "repetitions auto: " << look.summary;
