@@ -11,6 +11,7 @@
 #include "common/base/cpu_model.h"
 #include "common/base/deadline_watchdog.h"
 #include "common/base/error.h"
+#include "common/base/exit_status.h"
 #include "common/base/logging.h"
 #include "protocol/fault_injection.h"
 #include "protocol/mpi_comm.h"

@@ -36,8 +36,6 @@ void send_hello(const WorkerContext& context, CellRunner& runner);
 // kernel frees the rank's memory, GPU context and sockets, and the program supervisor of a
 // program cell ends the program with its rank (Note [Program supervisor]).
 inline constexpr double kWorkerDeadlineMarginS = 30;
-/// The exit status of a worker rank that ended itself past its cell's deadline.
-inline constexpr int kExitWorkerDeadline = 124;
 
 /// Note [Worker deadline]: the watchdog of one cell on this rank (null when
 /// context.overrun_limit_s is 0); destroying it before the deadline cancels it.

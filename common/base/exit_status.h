@@ -9,5 +9,8 @@ inline constexpr int kExitCellsFailed = 1;     ///< some cells failed / a regres
 inline constexpr int kExitBadInput = 2;        ///< bad input; nothing ran or was written
 inline constexpr int kExitInterrupted = 3;     ///< stopped by a signal; `--resume` continues
 inline constexpr int kExitInfrastructure = 4;  ///< MPI, HDF5, a dead or hung rank
+/// A worker rank that ended itself past its cell's deadline, rank 0 unreachable (Note
+/// [Worker deadline] in protocol/worker_loop.h); 124 as timeout(1) exits.
+inline constexpr int kExitWorkerDeadline = 124;
 
 }  // namespace scalebench

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "common/base/exit_status.h"
 #include "protocol/worker_loop.h"
 
 namespace scalebench {
