@@ -138,11 +138,6 @@ class CpuAllocationCounting {
   bool on_;
 };
 
-/// The probes and budget of a batch search (complete or not) into `result`.
-void record_search(const BatchSearchOutcome& outcome, RankResult& result) {
-  scalebench::record_search(outcome.search, outcome.budget_bytes, result);
-}
-
 /// memory_limit_mb: a peak above it records the rank `oom` with the batch and the figures
 /// (after the loop: the timings are kept). Nothing when no limit is set.
 void check_memory_limit(const CellSpec& cell, const torch::Device& device, RankResult& result) {
@@ -235,10 +230,10 @@ class TorchCellRunner : public CellRunner {
         try {
           search_batch(effective, device, group, context.local_workers, deadline, search);
         } catch (...) {
-          record_search(search, result);
+          record_search(search.search, search.budget_bytes, result);
           throw;
         }
-        record_search(search, result);
+        record_search(search.search, search.budget_bytes, result);
         effective.cell.batch_size = search.chosen_batch;
         result.metrics["batch_size"] = static_cast<double>(search.chosen_batch);
         result.effective["batch_size"] = std::to_string(search.chosen_batch);
