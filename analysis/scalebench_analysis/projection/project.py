@@ -31,6 +31,48 @@ class Projection:
     missing: list
     check: Check
     largest_fit_world: int
+    curves: list
+
+
+def _curve_values(curve: Curve) -> dict:
+    """A curve's inputs as values, for a stored projection (Note [Stored projections])."""
+    values = {
+        "curve": curve.label,
+        "mode": curve.mode,
+        "cells": [
+            {"cell_id": c.cell_id, "world_size": c.world_size, "batch_size": c.batch_size}
+            for c in curve.cells
+        ],
+        "notes": list(curve.notes),
+    }
+    comm = curve.comm
+    if comm is None:
+        return values
+    values.update(
+        {
+            "gradient_bytes": comm.gradient_bytes if math.isfinite(comm.gradient_bytes) else None,
+            "gradient_source": comm.gradient_source,
+            "first_bucket_bytes": comm.first_bucket_bytes,
+            "bucket_bytes": comm.bucket_bytes,
+            "ready_curve": {
+                "backward_fraction": [float(v) for v in comm.curve[0]],
+                "bytes_fraction": [float(v) for v in comm.curve[1]],
+                "source": comm.curve_source,
+            },
+            "links": [
+                {
+                    "level": link.level,
+                    "step_latency_s": link.step_latency_s,
+                    "bus_bandwidth_bytes_per_s": link.bus_bandwidth_bytes_per_s,
+                    "fitted_world": link.fitted_world,
+                    "source": link.source,
+                }
+                for link in comm.links.values()
+            ],
+            "overhead_s": comm.overhead_s,
+        }
+    )
+    return values
 
 
 def _curve_inputs(curve: Curve) -> list[str]:
@@ -125,4 +167,5 @@ def project(path: str, probe_paths: Sequence[str], options: ProjectionOptions) -
         missing,
         check(cells, probe_links, options.gpus_per_node),
         largest,
+        [_curve_values(curve) for curve in found],
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..output.fit import fit_table, wrap
+from .against import Against
 from .model import EXPOSED, STRAGGLER
 from .project import Projection
 
@@ -188,13 +189,16 @@ def _plain(value):
     return value
 
 
-def to_json(projection: Projection) -> str:
-    document = {
+def to_document(projection: Projection) -> dict:
+    """Everything of a projection as JSON-ready values: `--format json` and `--store`."""
+    return {
         "results": projection.path,
         "workers": list(projection.options.workers),
         "gpus_per_node": projection.options.gpus_per_node,
+        "fit_max_world": projection.options.fit_max_world,
         "largest_fit_world": projection.largest_fit_world,
         "inputs": projection.inputs,
+        "curves": projection.curves,
         "missing": projection.missing,
         "check_summary": projection.check.summary(),
         **{
@@ -202,7 +206,10 @@ def to_json(projection: Projection) -> str:
             for name, frame in tables(projection).items()
         },
     }
-    return json.dumps(document, indent=2)
+
+
+def to_json(projection: Projection) -> str:
+    return json.dumps(to_document(projection), indent=2)
 
 
 def render(projection: Projection, fmt: str, table: str | None, width: int) -> str:
@@ -211,3 +218,48 @@ def render(projection: Projection, fmt: str, table: str | None, width: int) -> s
     if fmt == "csv":
         return tables(projection)[table or "train"].to_csv(index=False)
     return to_console(projection, width)
+
+
+def render_against(result: Against, fmt: str, width: int) -> str:
+    """`project NEW.h5 --against OLD.h5`: the table (console, CSV at machine precision, or
+    JSON with the stored projection's name and date) and its summary."""
+    frame = result.table
+    if fmt == "csv":
+        return frame.to_csv(index=False)
+    if fmt == "json":
+        document = {
+            "stored": f"{result.stored_path}{result.name}",
+            "made": result.made,
+            "fitted_on": result.fitted_on,
+            "results": result.results_path,
+            "summary": result.summary(),
+            "rows": [{k: _plain(v) for k, v in r.items()} for r in frame.to_dict("records")],
+        }
+        return json.dumps(document, indent=2)
+    head = (
+        f"scalebench project {result.results_path} --against {result.stored_path}: the "
+        f"projection {result.name} (made {result.made}, fitted on {result.fitted_on}) "
+        f"against the cells measured here"
+    )
+    lines = [*wrap(head, width), ""]
+    if not frame.empty:
+        shown = pd.DataFrame(
+            {
+                "curve": frame.curve,
+                "batch": frame.batch_size,
+                "workers": frame.workers,
+                "nodes": frame.nodes_projected.map(_number),
+                "hosts": frame.hosts_measured,
+                "step_ms": frame.step_projected_s.map(_ms),
+                "measured_ms": frame.step_measured_s.map(_ms),
+                "error": frame.step_error.map(_signed),
+                "p95_ms": frame.p95_projected_s.map(_ms),
+                "p95_meas_ms": frame.p95_measured_s.map(_ms),
+                "p95_error": frame.p95_error.map(_signed),
+                "comm_pred_ms": frame.comm_exposed_projected_s.map(_ms),
+                "comm_meas_ms": frame.comm_exposed_measured_s.map(_ms),
+            }
+        )
+        lines += _section("stored projection against this run", "against", shown, width)
+    lines += wrap(result.summary(), width)
+    return "\n".join(lines) + "\n"
