@@ -24,7 +24,11 @@ from scalebench_analysis.projection.compute import compute_at
 from scalebench_analysis.projection.inputs import measured_cells
 from scalebench_analysis.projection.model import ProjectionOptions
 from scalebench_analysis.projection.project import project
-from scalebench_analysis.projection.stragglers import beyond_samples, quantile_of_max
+from scalebench_analysis.projection.stragglers import (
+    beyond_samples,
+    p95_interval,
+    quantile_of_max,
+)
 from scalebench_analysis.read.loader import load
 from scalebench_analysis.tables.probe import load_probe
 
@@ -86,6 +90,25 @@ def test_the_slowest_of_n_ranks_of_a_known_distribution(ranks):
     assert quantile_of_max(samples, ranks) == pytest.approx(0.5 ** (1 / ranks), rel=0.01)
     assert not beyond_samples(samples, ranks)
     assert beyond_samples(samples[:20], 64)
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [lambda rng, size: rng.lognormal(0.0, 0.1, size), lambda rng, size: rng.normal(1, 0.03, size)],
+    ids=["lognormal", "normal"],
+)
+def test_the_p95_interval_covers_a_run_of_the_true_distribution(draw):
+    # 40 reference samples; a run of 30 iterations of the slowest of 8 ranks. The 90 %
+    # interval should hold the run's p95 in about 90 % of fresh (reference, run) pairs:
+    # between 80 % and 97 % of 300, seeded.
+    rng = np.random.default_rng(11)
+    covered = 0
+    for trial in range(300):
+        low, high = p95_interval(draw(rng, 40), 8, 30, seed=trial)
+        covered += low <= np.quantile(draw(rng, (30, 8)).max(axis=1), 0.95) <= high
+    assert 0.80 <= covered / 300 <= 0.97
+    assert all(math.isnan(v) for v in p95_interval(np.array([np.nan]), 8, 30))
+    assert p95_interval(np.ones(5), 4, 10) == pytest.approx((1.0, 1.0))
 
 
 def test_the_probe_fit_recovers_the_ring_law(intra_probe, tmp_path):

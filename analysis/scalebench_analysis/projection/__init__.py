@@ -27,7 +27,10 @@ a training step of N workers at per-rank batch b is
   per-iteration compute samples (the maximum of N independent draws from the measured
   distribution; p95: 0.95 ** (1 / N)). It never exceeds the slowest sample measured; the
   rows say when the quantile lies beyond what the samples resolve (`beyond_samples`).
-  The part above the median compute is the `straggler` part of the step.
+  The part above the median compute is the `straggler` part of the step. The p95's 90 %
+  interval (`step_p95_low_s`, `step_p95_high_s`) is predictive: it should hold the p95 of
+  a run of as many iterations as the reference cell measured (stragglers.p95_interval:
+  lognormal compute, its mean and sd resampled), plus the exposed communication.
 * exposed(N, b): the gradient allreduce that backward does not hide. The gradient's bytes
   (the cell's DDP buckets, else parameter_count x 4 B) are cut into buckets by the caps
   (first bucket, then bucket_bytes); bucket k is ready when the gradient-ready curve

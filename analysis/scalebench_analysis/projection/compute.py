@@ -27,6 +27,7 @@ class ComputeSamples:
     compute: np.ndarray
     phase_mean_s: dict
     backward_s: float
+    iterations: int
 
 
 def reference_cell(cells: list[MeasuredCell], batch: float, world: int) -> MeasuredCell:
@@ -89,4 +90,5 @@ def compute_at(cells: list[MeasuredCell], batch: float, world: int) -> ComputeSa
     compute = ref.compute[np.isfinite(ref.compute)] * factor
     backward_ratio = scaled.get("backward", 0.0) / means["backward"] if means.get("backward") else 0
     backward = _phase_median(ref, "backward") * backward_ratio if "backward" in means else 0.0
-    return ComputeSamples(ref, batch, compute, scaled, float(np.nan_to_num(backward)))
+    iterations = int(ref.compute.shape[-1]) if ref.compute.ndim else 0
+    return ComputeSamples(ref, batch, compute, scaled, float(np.nan_to_num(backward)), iterations)

@@ -17,7 +17,7 @@ from .comm import LinkFit
 from .compute import compute_at
 from .inputs import MeasuredCell
 from .links import Communication, communication
-from .stragglers import beyond_samples, quantile_of_max
+from .stragglers import beyond_samples, p95_interval, quantile_of_max
 
 MIB = float(1 << 20)
 #: Bucket caps tried for the best bucket size (MiB), besides the cell's own.
@@ -166,6 +166,8 @@ def train_rows(curve: Curve, options: ProjectionOptions) -> list[dict]:
             step, p95, parts, samples = train_step(curve, batch, workers, options.gpus_per_node)
             throughput = batch * workers / step
             cap, best_step = best_bucket(curve, batch, workers, options.gpus_per_node)
+            low, high = p95_interval(samples.compute, workers, samples.iterations)
+            exposed = parts[EXPOSED]
             row = {
                 "curve": curve.label,
                 "mode": "train",
@@ -174,6 +176,8 @@ def train_rows(curve: Curve, options: ProjectionOptions) -> list[dict]:
                 "nodes": curve.comm.nodes(workers, options.gpus_per_node),
                 "step_s": step,
                 "step_p95_s": p95,
+                "step_p95_low_s": low + exposed,
+                "step_p95_high_s": high + exposed,
                 **{f"{name}_s": value for name, value in parts.items()},
                 "throughput_samples_per_s": throughput,
                 "weak_efficiency": throughput / workers / ref_throughput_per_worker,

@@ -70,6 +70,12 @@ def _train_console(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "nodes": frame.nodes.map(lambda n: str(int(n))),
             "step_ms": _column(frame, "step_s").map(_ms),
             "p95_ms": _column(frame, "step_p95_s").map(_ms),
+            "p95_90%_ms": [
+                f"{_ms(low)}-{_ms(high)}"
+                for low, high in zip(
+                    _column(frame, "step_p95_low_s"), _column(frame, "step_p95_high_s")
+                )
+            ],
             "samples/s": _column(frame, "throughput_samples_per_s").map(_number),
             "weak_eff": _column(frame, "weak_efficiency").map(_pct),
             "strong_eff": _column(frame, "strong_efficiency").map(_pct),
