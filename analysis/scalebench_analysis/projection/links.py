@@ -70,7 +70,7 @@ class Communication:
         if link is None:
             return float("nan")
         cap = self.bucket_bytes if bucket_bytes is None else bucket_bytes
-        sizes = schedule.bucket_sizes(self.gradient_bytes, min(self.first_bucket_bytes, cap), cap)
+        sizes = schedule.bucket_sizes(self.gradient_bytes, self.first_bucket_bytes, cap)
         ready = schedule.ready_fractions(sizes, self.curve)
         exposed = schedule.exposed_s(
             backward_s, sizes, ready, lambda s: link.allreduce_s(s, workers)
