@@ -43,9 +43,9 @@ API
     ``.on_head(argv)`` / ``.on_node(node, argv)``: ``argv`` wrapped to run there (its
     network namespace, a UTS namespace with that host name); pass to subprocess.
     ``.set_rate(node, rate_mbit)``: change a node's link rate (None: unlimited).
-    ``.cut(node)``: a silent cut of the node's link both ways (a tbf whose bucket is smaller
-    than any packet: every packet is dropped, no RST, no ICMP; the peers see silence).
-    ``.restore(node)``: the link back at its rate.
+    ``.cut(node)``: a silent cut of the node's link both ways, in the switch (Note [A silent
+    cut]): every frame to and from the node is dropped, no RST, no ICMP, both ends' links
+    stay up; the peers see silence. ``.restore(node)``: the link back, at its rate.
     ``.processes(node)`` / ``.processes_of_head()``: pids of the live processes (not zombies)
     in that network namespace; ``.describe(pids)``: their command lines, for messages.
     ``.close()``: kills what is left in every namespace, deletes them, unmounts /etc/hosts.
@@ -87,8 +87,16 @@ _NETNS_DIR = Path("/run/netns")
 # 400 ms of queue (200 mbit so took `scalebench probe`'s allreduce from ~1 to 0.012 GB/s).
 _LATENCY = "400ms"
 _MIN_BURST_BYTES = 3200
-# A cut: 8 bit/s and a 1-byte bucket; every frame is larger than the bucket, so tbf drops it.
-_CUT = ["tbf", "rate", "8bit", "burst", "1", "latency", "1ms"]
+# Note [A silent cut]
+# ~~~~~~~~~~~~~~~~~~~
+# A cut takes the node's port off the switch's bridge (`ip link set s<i> nomaster`): frames
+# from the node reach a port that forwards nowhere, frames to it have no port to leave by.
+# The drop happens in the switch, outside both ends' network stacks, as on a real network.
+# Dropping on the node's own interface instead (a tbf at 8 bit/s, as issue 55 first did) is
+# seen by the sender's TCP as a local drop, and Open MPI's connections then failed with
+# ETIMEDOUT within ~10 s (measured): a cut-off node's daemon noticed at once and ended its
+# ranks, which a real cut never shows (TCP retransmits for ~15 minutes with Linux's
+# defaults; measured here: no error within 60 s with the switch-side cut).
 # What Nodes needs, tried in a throw-away network namespace before anything is made.
 _PROBE = (
     "ip link add name pa type veth peer name pb && ip link add name br type bridge && "
@@ -410,11 +418,15 @@ class Nodes:
         self._qdisc(node, tbf)
 
     def cut(self, node: str) -> None:
-        """Silently drops every packet to and from `node` until restore()."""
-        self._qdisc(node, _CUT)
+        """Silently drops every frame to and from `node` until restore() (Note [A silent
+        cut])."""
+        port = self._switch_port(node)
+        _run(["ip", "-n", f"{self.prefix}-sw", "link", "set", port, "nomaster"])
 
     def restore(self, node: str) -> None:
-        """The node's link back at its rate (set_rate's or the Node's)."""
+        """The node's link back on the switch, at its rate (set_rate's or the Node's)."""
+        port = self._switch_port(node)
+        _run(["ip", "-n", f"{self.prefix}-sw", "link", "set", port, "master", "br0"])
         self.set_rate(node, self._rates[node])
 
     # -- processes -----------------------------------------------------------------------
