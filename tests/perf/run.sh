@@ -16,6 +16,10 @@
 #   analysis_load.py    scalebench_analysis load() of 1M timing rows
 #   program_client.py   program cells: the client's cost per step, the launch cost per cell
 #   iterations_auto.py  the quickstart with iterations auto against fixed counts (20/100/300)
+#   projection_check.py `scalebench project` against replay runs on simulated nodes (--quick
+#                       here; the whole check: docs/projection.md)
+#   sweep_scale.py      info / analyze / compare / history of sweeps of 10^3 and 10^4 cells
+#                       (10^5 and `report`: run it alone, docs/performance.md)
 #   results_store_cost  C++ (tests/perf/results_store_cost.cc): one results-file update and
 #                       a cell through the group commit, at 1, 1k and 10k cells in the file
 #   harness_overhead    C++ (tests/perf/harness_overhead.cc), run when built: prints its own
@@ -59,6 +63,9 @@ bench orchestration "$python" "$here/orchestration.py" "$build"
 bench analysis_load "$python" "$here/analysis_load.py"
 bench program_client "$python" "$here/program_client.py" "$build"
 bench iterations_auto "$python" "$here/iterations_auto.py" "$build"
+bench projection_check "$python" "$here/projection_check.py" "$build" --quick
+bench sweep_scale "$python" "$here/sweep_scale.py" "$build" --sizes 1000,10000 \
+  --commands info,analyze,compare,history
 if [[ -x $build/tests/perf/results_store_cost ]]; then
   bench results_store_cost "$build/tests/perf/results_store_cost"
 else

@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..read.keys import IDENTITY_COLUMNS
 from ..tables import batch, compare, pairs, summary
 from ..tables.analysis import STATISTICS, Analysis
-from . import repetitions_text
+from . import repetitions_text, sweep_console
 from .fit import SUMMARY_WIDTH, fit_table, wrap
 
 TITLES = {
@@ -237,22 +237,42 @@ def _wrapped(line: str, width: int | None, indent: str) -> list[str]:
     return [line] if width is None else wrap(line, width, indent)
 
 
-def _section_lines(analysis: Analysis, name: str, frame: pd.DataFrame, width) -> list[str]:
+def _section_lines(
+    analysis: Analysis, name: str, frame: pd.DataFrame, width, max_rows: int | None = None
+) -> list[str]:
     """One section for the console: its title, its table fitted to `width` (None: as it
-    is), the notes of the fitting and those of section_notes."""
+    is) and cut to `max_rows` rows (None: every row; Note [Console at scale]), the notes of
+    the fitting and those of section_notes (cut alike)."""
     lines = _wrapped(f"== {TITLES.get(name, name)} ==", width, "   ")
     if name == "overview":
         for field_name, value in zip(frame.field, frame.value):
             lines += _wrapped(f"{field_name:>15}  {value}", width, " " * 17)
         return lines
     shown = display_frame(name, frame)
+    left_out = 0
+    if max_rows is not None and len(shown) > max_rows:
+        shown, left_out = shown.head(max_rows), len(shown) - max_rows
     fitted = []
     if len(shown) and width is not None:
         shown, fitted = fit_table(name, shown, width)
     lines.append(shown.to_string(index=False) if len(shown) else _empty_text(name))
-    for note in fitted + section_notes(analysis, name, frame):
+    if left_out:
+        lines.append(sweep_console.more_rows_line(left_out, name))
+    notes = section_notes(analysis, name, frame)
+    if max_rows is not None and len(notes) > max_rows:
+        notes = notes[:max_rows] + [f"... and {len(notes) - max_rows:,} more notes"]
+    for note in fitted + notes:
         lines += _wrapped(f"  * {note}", width, "    ")
     return lines
+
+
+def _summary_part(analysis: Analysis, width, max_experiments: int | None = None) -> list[str]:
+    parts = ["== Summary =="]
+    narrower = None if width is None else min(width, SUMMARY_WIDTH)  # Note [Console width]
+    for line in summary.summary_lines(analysis, max_experiments=max_experiments):
+        parts += _wrapped(f"  {line}", narrower, "    ")
+    parts.append("")
+    return parts
 
 
 def to_console(
@@ -261,26 +281,44 @@ def to_console(
     """The sections (all with `details`, else BRIEF_SECTIONS and the others' names), each
     table at most `width` wide (None: as wide as it is), then the summary
     (tables/summary.py): the last lines on the screen are the answer. `summary_only`: the
-    summary alone (what `scalebench run` prints at its end)."""
-    shown = [] if summary_only else [n for n in analysis.sections if details or n in BRIEF_SECTIONS]
+    summary alone (what `scalebench run` prints at its end). A file of more cells than a
+    screen gets the summary first, the shape of the sweep instead of a row per cell, and
+    every table cut to a screen (Note [Console at scale] in output/sweep_console.py)."""
+    large = sweep_console.is_large(analysis)
+    limit = sweep_console.SUMMARY_EXPERIMENTS if large else None
+    if summary_only:
+        return "\n".join(
+            _summary_part(analysis, width, limit) if "cells" in analysis.sections else []
+        )
+    shown = [n for n in analysis.sections if details or n in BRIEF_SECTIONS]
     parts = []
+    if large:
+        parts += _section_lines(analysis, "overview", analysis.sections["overview"], width)
+        parts += ["", *_summary_part(analysis, width, limit)]
+        parts += [*sweep_console.sweep_lines(analysis, width), ""]
+        shown = [n for n in shown if n not in ("overview", "cells")]
     for name in shown:
-        parts += _section_lines(analysis, name, analysis.sections[name], width)
+        max_rows = sweep_console.SHOWN_ROWS if large else None
+        parts += _section_lines(analysis, name, analysis.sections[name], width, max_rows)
         parts.append("")
-    others = [n for n in analysis.sections if n not in shown]
-    if others and not summary_only:
+    skipped = ("overview", "cells") if large else ()
+    others = [n for n in analysis.sections if n not in shown and n not in skipped]
+    if large:
+        others = ["cells"] + others
+    if others:
         line = (
             f"Other tables: {', '.join(others)}: --details prints them; "
             "--format csv --table NAME writes one with every column"
         )
+        if large:
+            line = (
+                f"Other tables: {', '.join(others)}: --format csv --table NAME writes one with "
+                "every row and column"
+            )
         parts += _wrapped(line, width, "  ")
         parts.append("")
-    if "cells" in analysis.sections:
-        parts.append("== Summary ==")
-        narrower = None if width is None else min(width, SUMMARY_WIDTH)  # Note [Console width]
-        for line in summary.summary_lines(analysis):
-            parts += _wrapped(f"  {line}", narrower, "    ")
-        parts.append("")
+    if "cells" in analysis.sections and not large:
+        parts += _summary_part(analysis, width)
     return "\n".join(parts)
 
 

@@ -10,7 +10,7 @@ import jinja2
 
 from ..tables import batch, compare, summary
 from ..tables.analysis import Analysis
-from . import ops_render
+from . import ops_render, report_sweep, sweep_console
 from .batch_plots import BATCH_PLOTS
 from .figures import figure_png
 from .plots import PLOTS, REPETITION_PLOTS
@@ -49,6 +49,20 @@ _TEMPLATE = """<!DOCTYPE html>
  <div class="card {{ card.kind }}"><b>{{ card.value }}</b>{{ card.name }}</div>{% endfor %}
 </div>
 {% if gate %}<p><b>{{ gate }}</b></p>{% endif %}
+{% if sweep %}
+<h2 id="sweep">Sweep: {{ sweep.cells }} cells</h2>
+<p class="caption">Each swept axis: how many values, and the share of the spread of log
+throughput over the ok cells it explains alone (docs/analysis-guide.md#large-sweeps).</p>
+{{ sweep.axes | safe }}
+{% if sweep.heatmap %}<h3>{{ sweep.heatmap.title }}</h3>
+<img alt="{{ sweep.heatmap.title }}" src="data:image/png;base64,{{ sweep.heatmap.data }}">
+<p class="caption">{{ sweep.heatmap.caption }}</p>{% endif %}
+{% for table in sweep.extremes %}<h3>{{ table.title }}</h3>{{ table.html | safe }}{% endfor %}
+<h3 id="experiments">Experiments: the best cell of each</h3>
+{{ sweep.experiments | safe }}
+<h3 id="cells">Cells</h3>
+{{ sweep.cells_table | safe }}
+{% endif %}
 {% for plot in plots %}
 <h2>{{ plot.title }}</h2>
 <img alt="{{ plot.title }}" src="data:image/png;base64,{{ plot.data }}">
@@ -276,9 +290,13 @@ def render_html(analysis: Analysis, title: str | None = None, projection=None) -
                 )
         return out
 
-    plots = rendered(PLOTS)
+    large = sweep_console.is_large(analysis)  # Note [Report at scale]
+    plots = [] if large else rendered(PLOTS)
+    if large:
+        why = f"a mark or panel per cell at {len(analysis.sections['cells']):,} cells"
+        absent += [{"title": plot_title, "why": why} for _, plot_title, _ in PLOTS]
     studies = []
-    if analysis.batch_studies is not None:
+    if analysis.batch_studies is not None and not large:
         for study in analysis.batch_studies.itertuples():
             study_title, lines = batch.study_lines(study)
             studies.append(
@@ -288,12 +306,22 @@ def render_html(analysis: Analysis, title: str | None = None, projection=None) -
     for name, frame in analysis.sections.items():
         if name in ("overview", "repetitions"):  # repetitions: a section of its own
             continue
+        if large and name == "cells":  # the sweep section's searchable table
+            continue
+        notes = section_notes(analysis, name, frame)
+        if large:
+            frame, left_out = report_sweep.cut_rows(shown_rows(name, frame))
+            notes = notes[: sweep_console.SHOWN_ROWS]
+            if left_out:
+                notes.append(
+                    f"{left_out:,} more rows: scalebench analyze --format csv --table {name}"
+                )
         tables.append(
             {
                 "id": name,  # the section's anchor: report.html#<table name>
                 "title": TITLES.get(name, name),
                 "html": html_table(name, frame),
-                "notes": section_notes(analysis, name, frame),
+                "notes": notes,
             }
         )
     operators = ops_render.report_ops_frame(analysis.results, analysis.results.path)
@@ -320,8 +348,15 @@ def render_html(analysis: Analysis, title: str | None = None, projection=None) -
         overview=list(zip(overview.field, overview.value)),
         cards=_cards(analysis),
         summary=(
-            summary.summary_lines(analysis, next_step=False) if "cells" in analysis.sections else []
+            summary.summary_lines(
+                analysis,
+                next_step=False,
+                max_experiments=sweep_console.SUMMARY_EXPERIMENTS if large else None,
+            )
+            if "cells" in analysis.sections
+            else []
         ),
+        sweep=report_sweep.sweep_section(analysis) if large else None,
         plots=plots,
         absent=absent,
         studies=studies,

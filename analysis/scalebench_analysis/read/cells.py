@@ -20,6 +20,7 @@ from .keys import (
     config_key,
     flatten_spec,
 )
+from .natural_order import natural_column
 
 STATUSES = ("ok", "failed", "oom", "timeout", "running", "skipped", "interrupted")
 
@@ -198,4 +199,6 @@ def cells_frame(rows: list[dict]) -> pd.DataFrame:
         + (f" rep {r.repetition + 1}/{r.repetitions}" if r.repetitions > 1 else "")
         for r in cells.itertuples()
     ]
-    return cells.sort_values([*SORT_COLUMNS, "repetition"], kind="stable").reset_index(drop=True)
+    # Names in natural order (issue 53): experiment e2 before e10.
+    order = [*SORT_COLUMNS, "repetition"]
+    return cells.sort_values(order, kind="stable", key=natural_column).reset_index(drop=True)

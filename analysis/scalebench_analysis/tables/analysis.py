@@ -142,7 +142,7 @@ def cells_table(
     cells["median_ms"] = cells.median_s * 1e3
     # Note [Iterations auto]: +- of the median's 95 % interval (layout 1.8), and why the
     # measured loop stopped.
-    cells["ci_rel"] = [quality.interval_rel(row) for _, row in cells.iterrows()]
+    cells["ci_rel"] = quality.interval_rel_column(cells)
     if "stop_reason" not in cells:
         cells["stop_reason"] = ""
     # Since layout 1.8, `warmup: auto` cells only: "" elsewhere, as stop_reason is before 1.8.

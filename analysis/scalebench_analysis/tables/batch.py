@@ -229,8 +229,11 @@ def _listed_studies(
     rows, frames = [], []
     if points.empty:
         return rows, frames
-    cells = results.cells.set_index("cell_id")
-    auto = set(results.cells.cell_id[results.cells.batch_auto])
+    every = results.cells
+    labels = dict(zip(every.cell_id, every.label))
+    peaks = dict(zip(every.cell_id, every.get("peak_memory_bytes", pd.Series(np.nan, every.index))))
+    medians = dict(zip(every.cell_id, every.get("median_s", pd.Series(np.nan, every.index))))
+    auto = set(every.cell_id[every.batch_auto])
     listed = points[~points.cell_id.isin(auto) & points.status.isin(["ok", "oom"])]
     for _, curve in listed.groupby("curve", sort=False):
         ok = curve[curve.status == "ok"]
@@ -239,12 +242,12 @@ def _listed_studies(
         first = curve.iloc[0]
         # The label's batch part ("b16") by its value, not its position: a label has a branch
         # part only when the cell has a branch (read/cells.py).
-        label = cells.loc[first.cell_id].label.split("/")
+        label = labels[first.cell_id].split("/")
         batch_part = f"b{int(first.batch_size)}"
         at = label.index(batch_part, 1) if batch_part in label[1:] else len(label)
         study = "/".join(label[:at] + ["b*"] + label[at + 1 :])
-        peak = [cells.loc[c].get("peak_memory_bytes", np.nan) for c in curve.cell_id]
-        median = [cells.loc[c].get("median_s", np.nan) for c in curve.cell_id]
+        peak = [peaks[c] for c in curve.cell_id]
+        median = [medians[c] for c in curve.cell_id]
         frame = pd.DataFrame(
             {
                 "study": study,

@@ -23,11 +23,12 @@ import json
 import math
 from importlib import resources
 
+import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
 from ..read.loader import Results
-from .startup import ok_cells_with_ranks
+from .startup import rank_medians
 
 COLUMNS = [
     "label",
@@ -98,30 +99,52 @@ def _precision_used(cell) -> str:
 
 
 def mfu_table(results: Results, peaks: dict | None = None) -> pd.DataFrame:
-    """One row per ok cell whose model FLOPs are known (see the module's doc)."""
+    """One row per ok cell whose model FLOPs are known (see the module's doc). Vectorised
+    over the cells (issue 53): the medians of one groupby, a peak looked up once per
+    (device, precision)."""
     peaks = default_peaks() if peaks is None else peaks
-    rows = []
-    for cell, mine in ok_cells_with_ranks(results):
-        metric = "train_flops_per_sample" if cell.mode == "train" else "flops_per_sample"
-        if metric not in mine or mine[metric].dropna().empty:
-            continue
-        flops = float(mine[metric].dropna().median())
-        throughput = float(getattr(cell, "throughput_samples_per_s", math.nan))
-        achieved = flops * throughput
-        devices = [d for d in mine.get("device_name", pd.Series(dtype=str)) if d]
-        device = devices[0] if devices else ""
-        precision = _precision_used(cell)
-        peak = peak_for(device, precision, peaks) * int(getattr(cell, "world_size", 1))
-        rows.append(
-            {
-                "label": cell.label,
-                "cell_id": cell.cell_id,
-                "device": device,
-                "precision_used": precision,
-                "flops_per_sample": flops,
-                "achieved_tflops": achieved / 1e12,
-                "peak_tflops": peak / 1e12,
-                "mfu": achieved / peak if peak > 0 else math.nan,
-            }
-        )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    metrics = ["train_flops_per_sample", "flops_per_sample"]
+    ranks = results.rank_metrics
+    cells = results.cells[results.cells.status == "ok"]
+    if not len(ranks) or not any(m in ranks for m in metrics) or not len(cells):
+        return pd.DataFrame(columns=COLUMNS)
+    medians = rank_medians(results, metrics)
+    train = (cells["mode"] == "train").to_numpy()
+    flops = np.where(
+        train,
+        cells.cell_id.map(medians["train_flops_per_sample"]).astype(float),
+        cells.cell_id.map(medians["flops_per_sample"]).astype(float),
+    )
+    known = ~np.isnan(flops)
+    cells, flops = cells[known], flops[known]
+    named = ranks[ranks.device_name.astype(bool)] if "device_name" in ranks else ranks.iloc[0:0]
+    first_device = named.groupby("cell_id", sort=False).device_name.first()
+    devices = cells.cell_id.map(first_device).fillna("").astype(str)
+    precisions = [_precision_used(cell) for cell in cells.itertuples()]
+    found: dict = {}
+    peak_each = [
+        found.setdefault((d, p), peak_for(d, p, peaks)) for d, p in zip(devices, precisions)
+    ]
+    world = cells.world_size.to_numpy() if "world_size" in cells else 1
+    peak = np.asarray(peak_each, dtype=float) * world
+    throughput = (
+        cells.throughput_samples_per_s.to_numpy(dtype=float)
+        if "throughput_samples_per_s" in cells
+        else np.full(len(cells), math.nan)
+    )
+    achieved = flops * throughput
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mfu = np.where(peak > 0, achieved / peak, math.nan)
+    table = pd.DataFrame(
+        {
+            "label": cells.label.to_numpy(),
+            "cell_id": cells.cell_id.to_numpy(),
+            "device": devices.to_numpy(),
+            "precision_used": precisions,
+            "flops_per_sample": flops,
+            "achieved_tflops": achieved / 1e12,
+            "peak_tflops": peak / 1e12,
+            "mfu": mfu,
+        }
+    )
+    return table.reindex(columns=COLUMNS)

@@ -91,7 +91,8 @@ def segments_table(results: Results) -> pd.DataFrame:
     columns = set(results.rank_metrics.columns) if len(results.rank_metrics) else set()
     names = segment_names(columns)
     rows = []
-    for cell, mine in ok_cells_with_ranks(results):
+    having = ["program_steps_span_s", *(f"{_PREFIX}{n}{_TIME}" for n in names)]
+    for cell, mine in ok_cells_with_ranks(results, having):
         wall = rank_median(mine, "loop_wall_s")
         for kind, name, count, total in _cell_parts(mine, names):
             rows.append(

@@ -50,28 +50,54 @@ def rank_median(mine: pd.DataFrame, metric: str) -> float:
     return float(values.median()) if len(values) else float("nan")
 
 
-def ok_cells_with_ranks(results: Results):
-    """(cell row, its rows of `rank_metrics`, empty when it has none) of every ok cell, in the
-    cells table's order: what the per-cell tables built from rank metrics iterate over."""
+def rank_medians(results: Results, metrics) -> pd.DataFrame:
+    """rank_median of each of `metrics` for every cell with rank rows, in one groupby: a row
+    per cell id (the index), a column per metric (NaN for one the file lacks)."""
     ranks = results.rank_metrics
+    if not len(ranks):
+        return pd.DataFrame(columns=list(metrics), dtype=float)
+    present = [m for m in metrics if m in ranks]
+    medians = ranks.groupby("cell_id", sort=False)[present].median()
+    return medians.reindex(columns=list(metrics))
+
+
+def ok_cells_with_ranks(results: Results, having=None):
+    """(cell row, its rows of `rank_metrics`, empty when it has none) of every ok cell, in the
+    cells table's order: what the per-cell tables built from rank metrics iterate over. With
+    `having` (metric names), only the cells that have a value of one of them on some rank:
+    a table of program cells then splits the rank rows of those alone, not of every cell of
+    a sweep (issue 53)."""
+    ranks = results.rank_metrics
+    cells = results.cells[results.cells.status == "ok"]
+    if having is not None:
+        present = [m for m in having if m in ranks]
+        if not present:
+            return
+        ranks = ranks[ranks[present].notna().any(axis=1).to_numpy()]
+        cells = cells[cells.cell_id.isin(ranks.cell_id).to_numpy()]
     by_cell = dict(tuple(ranks.groupby("cell_id"))) if len(ranks) else {}
-    for cell in results.cells.itertuples():
-        if cell.status == "ok":
-            yield cell, by_cell.get(cell.cell_id, ranks.iloc[0:0])
+    for cell in cells.itertuples():
+        yield cell, by_cell.get(cell.cell_id, ranks.iloc[0:0])
 
 
 def startup_table(results: Results) -> pd.DataFrame:
     """One row per ok cell with at least one start-up figure (see the module's doc)."""
-    rows = []
-    for cell, mine in ok_cells_with_ranks(results):
-        row = {"label": cell.label, "cell_id": cell.cell_id, "model": getattr(cell, "model", "")}
-        for column, metric in _METRICS.items():
-            row[column] = rank_median(mine, metric)
-        if np.isnan(row["first_iteration_s"]):
-            row["first_iteration_s"] = _first_iteration(results, cell.cell_id, cell.mode)
-        row["steady_step_s"] = float(getattr(cell, "median_s", float("nan")))
-        figures = [row[c] for c in _METRICS if c != "first_iteration_s"]
-        if all(np.isnan(figures)) and np.isnan(row["first_iteration_s"]):
-            continue
-        rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    cells = results.cells[results.cells.status == "ok"]
+    medians = rank_medians(results, list(_METRICS.values()))
+    table = pd.DataFrame(
+        {
+            "label": cells.label,
+            "cell_id": cells.cell_id,
+            "model": cells.model if "model" in cells else "",
+        }
+    )
+    for column, metric in _METRICS.items():
+        table[column] = cells.cell_id.map(medians[metric]).astype(float)
+    missing = table.first_iteration_s.isna().to_numpy()
+    table.loc[missing, "first_iteration_s"] = [
+        _first_iteration(results, cell_id, mode)
+        for cell_id, mode in zip(cells.cell_id[missing], cells["mode"][missing])
+    ]
+    table["steady_step_s"] = cells.median_s.astype(float) if "median_s" in cells else np.nan
+    kept = table[list(FIGURES)].notna().any(axis=1)
+    return table[kept].reset_index(drop=True).reindex(columns=COLUMNS)

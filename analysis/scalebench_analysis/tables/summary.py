@@ -30,6 +30,7 @@ import math
 import pandas as pd
 
 from ..read.keys import GROUP_COLUMNS
+from ..read.natural_order import natural_key
 from . import remedies
 from .straggler_nodes import summary_line as straggler_nodes_line
 from .summary_comparison import comparison_lines
@@ -71,17 +72,23 @@ _REMEDIES = (
 )
 
 
-def _efficiency(scaling: pd.DataFrame, best) -> str:
-    """'; scaling 87 % at 8 ranks (strong)' for the group of `best`, '' without one."""
-    if scaling is None or not len(scaling):
-        return ""
-    keys = GROUP_COLUMNS
-    mine = scaling
-    for key in keys:
-        if key in mine and key in best:
-            mine = mine[mine[key].astype(str) == str(best[key])]
-    mine = mine[mine.world_size > 1] if "world_size" in mine else mine.iloc[0:0]
-    if not len(mine):
+def _scaling_groups(scaling: pd.DataFrame | None) -> dict:
+    """The rows of the scaling table beyond one rank, by their group (GROUP_COLUMNS as text):
+    what _efficiency looks up once per experiment, split once rather than filtered each time."""
+    if scaling is None or not len(scaling) or "world_size" not in scaling:
+        return {}
+    wide = scaling[scaling.world_size > 1]
+    if not len(wide):
+        return {}
+    keys = [wide[k].astype(str) for k in GROUP_COLUMNS]
+    return {key: rows for key, rows in wide.groupby(keys, sort=False)}
+
+
+def _efficiency(groups: dict, best) -> str:
+    """'; scaling 87 % at 8 ranks (strong)' for the group of `best` (groups: _scaling_groups),
+    '' without one."""
+    mine = groups.get(tuple(str(best[k]) for k in GROUP_COLUMNS))
+    if mine is None:
         return ""
     top = mine[mine.world_size == mine.world_size.max()]
     for column, kind in (("strong_efficiency", "strong"), ("weak_efficiency", "weak")):
@@ -109,19 +116,17 @@ def _speedup(speedup: pd.DataFrame | None, cell_id: str) -> str:
     return f", x{float(row.speedup.iloc[0]):.2f} over {row.baseline.iloc[0]}"
 
 
-def _recommended(results_cells: pd.DataFrame, experiment: str, mode: str) -> str:
+def _recommended_batches(results_cells: pd.DataFrame) -> dict:
+    """(experiment, mode) -> '; recommended batch 32/64' of its ok `batch_size: auto` cells."""
     if "recommended_batch" not in results_cells:
-        return ""
-    mine = results_cells[
-        (results_cells.experiment == experiment)
-        & (results_cells["mode"] == mode)
-        & results_cells.recommended_batch.notna()
-        & (results_cells.status == "ok")
-    ]
-    batches = sorted({int(b) for b in mine.recommended_batch if b and b > 0})
-    if not batches:
-        return ""
-    return "; recommended batch " + "/".join(str(b) for b in batches)
+        return {}
+    mine = results_cells[results_cells.recommended_batch.notna() & (results_cells.status == "ok")]
+    out = {}
+    for key, group in mine.groupby(["experiment", "mode"], sort=False):
+        batches = sorted({int(b) for b in group.recommended_batch if b and b > 0})
+        if batches:
+            out[key] = "; recommended batch " + "/".join(str(b) for b in batches)
+    return out
 
 
 def _remedy(because: str, spec: dict) -> str:
@@ -148,7 +153,8 @@ def _compared_cells(ok: pd.DataFrame, analysis) -> pd.DataFrame:
     the median over its ok repetitions (the Repetitions table's), trusted when every one
     is, `runs` the number of them (1 for a cell run once)."""
     series = ok.series_id if "series_id" in ok else pd.Series("", index=ok.index)
-    repeated = series.map(lambda s: isinstance(s, str) and bool(s))
+    runs = ok.repetitions if "repetitions" in ok else pd.Series(1, index=ok.index)
+    repeated = series.map(lambda s: isinstance(s, str) and bool(s)) & (runs > 1)
     single = ok[~repeated].assign(runs=1)
     if not repeated.any():
         return single
@@ -172,11 +178,13 @@ def _untrusted_lines(untrusted: pd.DataFrame, analysis) -> list[str]:
     """One line per remedy: the untrusted cells it fixes, by label (a repeated cell once,
     with how many of its repetitions were untrusted)."""
     labels = _repeated_labels(analysis)
+    cells = analysis.results.cells
+    specs = dict(zip(cells.cell_id, cells.spec))
     groups: dict = {}  # remedy -> {label: [untrusted repetitions, repetitions]}
     for row in untrusted.itertuples():
         series_id = getattr(row, "series_id", "")
         label = labels.get(series_id, row.label) if isinstance(series_id, str) else row.label
-        remedy = _remedy(str(row.untrusted_because), analysis.results.cell(row.cell_id).spec)
+        remedy = _remedy(str(row.untrusted_because), specs[row.cell_id])
         named = groups.setdefault(remedy, {})
         named.setdefault(label, [0, int(row.repetitions)])[0] += 1
     lines = []
@@ -206,9 +214,13 @@ def _disagree_line(analysis) -> str:
     )
 
 
-def summary_lines(analysis, next_step: bool = True) -> list[str]:
+def summary_lines(
+    analysis, next_step: bool = True, max_experiments: int | None = None
+) -> list[str]:
     """The summary of `analysis` (tables/analysis.py), one line per fact; with `next_step`
-    (and a file), last the command that makes the plots."""
+    (and a file), last the command that makes the plots. Experiments in natural order (e2
+    before e10); `max_experiments`: the fastest-cell lines of the first that many only, and
+    a line saying how many more (the console of a large sweep: output/sweep_console.py)."""
     cells = analysis.sections["cells"]
     ok = cells[cells.status == "ok"]
     lines = comparison_lines(analysis)
@@ -219,7 +231,13 @@ def summary_lines(analysis, next_step: bool = True) -> list[str]:
         f"{len(failed)} failed, {int((cells.status == 'skipped').sum())} skipped"
     )
     compared = _compared_cells(ok, analysis)
-    for (experiment, mode), group in compared.groupby(["experiment", "mode"], sort=True):
+    scaling = _scaling_groups(analysis.sections.get("scaling"))
+    recommended = _recommended_batches(analysis.results.cells)
+    groups = sorted(
+        compared.groupby(["experiment", "mode"], sort=True),
+        key=lambda item: (natural_key(str(item[0][0])), str(item[0][1])),
+    )
+    for (experiment, mode), group in groups[:max_experiments]:
         pool = group[group.trusted == True]  # noqa: E712
         pool = pool if len(pool) else group
         best = pool.sort_values("throughput_samples_per_s", ascending=False).iloc[0]
@@ -229,12 +247,17 @@ def summary_lines(analysis, next_step: bool = True) -> list[str]:
             + (f" (median of {best.runs} runs)" if best.runs > 1 else "")
             + ("" if best.trusted == True else " (untrusted)")  # noqa: E712
             + _speedup(analysis.sections.get("speedup"), _unit_id(best))
-            + _efficiency(analysis.sections.get("scaling"), best)
-            + _recommended(analysis.results.cells, experiment, mode)
+            + _efficiency(scaling, best)
+            + recommended.get((experiment, mode), "")
         )
         if isinstance(best.accuracy, str) and best.accuracy.startswith("FAIL"):
             text += f"; accuracy {best.accuracy}"
         lines.append(text)
+    if max_experiments is not None and len(groups) > max_experiments:
+        lines.append(
+            f"... and {len(groups) - max_experiments:,} more experiments: "
+            "the Experiments table below"
+        )
     for status, group in failed.groupby("status", sort=True):
         reason = next((r for r in group.reason if isinstance(r, str) and r), "")
         lines.append(
