@@ -194,6 +194,21 @@ class ExperimentResolver {
                  "(its weights are compiled in); validate its eager or TorchScript twin, or "
                  "remove validate from this experiment");
     }
+    if (!cell.model.replay.empty()) {  // Note [Replay workload]
+      if (cell.mode != Mode::kTrain) {
+        error_once(where("mode"),
+                   "a replay model replays a training step (waits per layer, real gradient "
+                   "allreduces); it has no inference: set modes: [train] for this experiment");
+      }
+      if (cell.validate || cell.profile_steps > 0 || cell.batch_size == kBatchAuto) {
+        error_once(where(cell.validate            ? "validate"
+                         : cell.profile_steps > 0 ? "profile_steps"
+                                                  : "batch_size"),
+                   "a replay model computes nothing: validate, profile_steps and batch_size "
+                   "auto have nothing to act on; remove them from this experiment "
+                   "(docs/replay.md)");
+      }
+    }
     if (cell.compile != CellSpec{}.compile) {  // Note [Compiled twins]
       if (cell.model.zoo.empty()) {
         error_once(where("compile"),
@@ -254,6 +269,10 @@ class ExperimentResolver {
       check_input_elements(cell.input_shape, origin(shape, experiment_.where));
       return;
     }
+    if (!cell.model.replay.empty()) {  // the table holds the layers: no shape, no classes
+      if (cell.num_classes == 0) cell.num_classes = 1;
+      return;
+    }
     if (!cell.model.torchscript.empty()) {
       if (cell.input_shape.empty()) {
         error(origin(shape, experiment_.where),
@@ -287,7 +306,7 @@ class ExperimentResolver {
     cell.program = experiment_.program;
     const auto& where = experiment_.program_where;
     if (!experiment_.model.zoo.empty() || !experiment_.model.torchscript.empty() ||
-        !experiment_.model.aoti.empty()) {
+        !experiment_.model.aoti.empty() || !experiment_.model.replay.empty()) {
       error(where, "an experiment has either model or program, not both; remove one");
     }
     std::vector<std::string> texts = cell.program.command;

@@ -117,6 +117,9 @@ void read_experiment_keys(const YAML::Node& node, const std::string& path, YamlN
     if (model.IsMap() && model["aoti"]) {
       experiment.model.aoti =
           reader.scalar<std::string>(model["aoti"], at + ".aoti", "a path").value_or("");
+    } else if (model.IsMap() && model["replay"]) {
+      experiment.model.replay =
+          reader.scalar<std::string>(model["replay"], at + ".replay", "a path").value_or("");
     } else if (model.IsMap()) {
       experiment.model.torchscript =
           reader.scalar<std::string>(model["torchscript"], at + ".torchscript", "a path")
@@ -175,6 +178,8 @@ ExperimentRequest read_experiment(const YAML::Node& node, const std::string& pat
     experiment.name = !model_spec.zoo.empty() ? model_spec.zoo
                       : !model_spec.aoti.empty()
                           ? std::filesystem::path(model_spec.aoti).stem().string()
+                      : !model_spec.replay.empty()
+                          ? std::filesystem::path(model_spec.replay).stem().string()
                           : std::filesystem::path(model_spec.torchscript).stem().string();
   }
   return experiment;

@@ -20,11 +20,12 @@ namespace {
 constexpr hsize_t kTimingChunkBytes = 1 << 20;
 constexpr int kTimingGzipLevel = 4;
 
-/// The `model` attribute: the zoo name, "torchscript:<path>", "aoti:<path>" or
-/// "program:<command[0]>".
+/// The `model` attribute: the zoo name, "torchscript:<path>", "aoti:<path>",
+/// "replay:<path>" or "program:<command[0]>".
 std::string model_name(const CellSpec& cell) {
   if (!cell.program.command.empty()) return "program:" + cell.program.command.front();
   if (!cell.model.aoti.empty()) return "aoti:" + cell.model.aoti;
+  if (!cell.model.replay.empty()) return "replay:" + cell.model.replay;
   return cell.model.torchscript.empty() ? cell.model.zoo : "torchscript:" + cell.model.torchscript;
 }
 

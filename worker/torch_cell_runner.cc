@@ -25,6 +25,7 @@
 #include "worker/infer_workload.h"
 #include "worker/memory_stats.h"
 #include "worker/op_profiler.h"
+#include "worker/replay_workload.h"
 #include "worker/train_workload.h"
 #include "worker/workload.h"
 
@@ -245,8 +246,9 @@ class TorchCellRunner : public CellRunner {
       if (device.is_cuda() || counting_cpu_allocations()) release_cached_memory(device);
       rss_reset = reset_peak_memory(device);
       phase = FailurePhase::kModelInit;
-      workload = cell.mode == Mode::kTrain ? make_train_workload(effective, device, group)
-                                           : make_infer_workload(effective, device, group);
+      workload = !cell.model.replay.empty()  ? make_replay_workload(effective, device, group)
+                 : cell.mode == Mode::kTrain ? make_train_workload(effective, device, group)
+                                             : make_infer_workload(effective, device, group);
       result.phases = workload->phases();
     } catch (...) {
       record_failure(result, phase);

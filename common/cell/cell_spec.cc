@@ -87,6 +87,7 @@ nlohmann::json canonical_json(const CellSpec& spec) {
   json["model"] = {{"zoo", spec.model.zoo}, {"torchscript", spec.model.torchscript}};
   // Only when set: cells of zoo and TorchScript models keep the ids they had before.
   if (!spec.model.aoti.empty()) json["model"]["aoti"] = spec.model.aoti;
+  if (!spec.model.replay.empty()) json["model"]["replay"] = spec.model.replay;
   // Note [Program placeholders]: a program cell's identity holds its command and env
   // templates; cells of built-in models keep the ids they had before programs existed.
   if (!spec.program.command.empty()) {
@@ -147,6 +148,7 @@ CellSpec cell_spec_from_json(const nlohmann::json& json) {
   spec.model.zoo = field<std::string>(model, "zoo");
   spec.model.torchscript = field<std::string>(model, "torchscript");
   spec.model.aoti = model.value("aoti", std::string());
+  spec.model.replay = model.value("replay", std::string());
   if (const auto program = json.find("program"); program != json.end() && program->is_object()) {
     spec.program.command = field<std::vector<std::string>>(*program, "command");
     spec.program.env = field<std::map<std::string, std::string>>(*program, "env");

@@ -52,14 +52,18 @@ struct DataSpec {
   bool operator==(const DataSpec&) const = default;
 };
 
-/// The model: a zoo name ("mlp", "resnet18", ...), a TorchScript file or an AOTInductor
-/// package in the branch tree (exactly one is set).
+/// The model: a zoo name ("mlp", "resnet18", ...), a TorchScript file, an AOTInductor
+/// package or a replay layer table in the branch tree (exactly one is set).
 struct ModelSpec {
   std::string zoo;          ///< zoo name; empty when a file is set
   std::string torchscript;  ///< path relative to the branch tree; empty for zoo models
   /// AOTInductor package (.pt2 of torch._inductor.aoti_compile_and_package), relative to the
   /// branch tree; inference only (docs/own-model.md).
   std::string aoti;
+  /// A layer table (JSON) whose times are replayed as waits while its gradients are reduced
+  /// for real, relative to the branch tree; training only (Note [Replay workload] in
+  /// common/cell/replay_table.h, docs/replay.md).
+  std::string replay;
   bool operator==(const ModelSpec&) const = default;
 };
 
