@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/base/exit_status.h"
+#include "protocol/launcher_guard.h"
 
 namespace scalebench {
 
@@ -40,6 +41,7 @@ void ProgressWatchdog::watch() {
         "cells (exit status " +
         std::to_string(kExitInfrastructure) + ")\n";
     (void)!write(STDERR_FILENO, line.data(), line.size());
+    guard_launcher_end("rank 0 stuck");  // Note [Launcher guard]
     _exit(kExitInfrastructure);
   }
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "common/base/logging.h"
+#include "protocol/launcher_guard.h"
 #include "protocol/mpi_check.h"
 
 namespace scalebench {
@@ -21,6 +22,7 @@ void abort_job(const std::string& message, int status) {
   if (!logging_to_console()) {
     std::cerr << "scalebench: " << message << " (exit status " << status << ")" << std::endl;
   }
+  guard_launcher_end("MPI_Abort");  // Note [Launcher guard]: mpirun may wait on a lost node
   MPI_Abort(MPI_COMM_WORLD, status);
   std::_Exit(status);
 }

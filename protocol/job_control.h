@@ -11,7 +11,8 @@ namespace scalebench {
 int broadcast_status(int status);
 
 /// Logs `message`, prints it with the status on stderr and ends the whole MPI job with
-/// `status` (MPI_Abort). Never returns.
+/// `status` (MPI_Abort), with a guard that ends the launcher if a node's daemon keeps it
+/// waiting (Note [Launcher guard] in protocol/launcher_guard.h). Never returns.
 [[noreturn]] void abort_job(const std::string& message, int status);
 
 }  // namespace scalebench

@@ -14,6 +14,7 @@
 #include "common/base/exit_status.h"
 #include "common/base/logging.h"
 #include "protocol/fault_injection.h"
+#include "protocol/launcher_guard.h"
 #include "protocol/mpi_comm.h"
 #include "protocol/poll_backoff.h"
 #include "protocol/wire.h"
@@ -99,6 +100,7 @@ std::unique_ptr<DeadlineWatchdog> watch_own_deadline(const CellSpec& cell,
                                  "margin), so rank 0 is unreachable or the job is over (Note "
                                  "[Worker deadline])\n";
         [[maybe_unused]] const auto written = ::write(STDERR_FILENO, line.data(), line.size());
+        guard_launcher_end("a worker rank past its deadline");  // Note [Launcher guard]
         ::_exit(kExitWorkerDeadline);
       });
 }

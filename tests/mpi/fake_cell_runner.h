@@ -7,6 +7,9 @@
 //   "sleep"  sleeps timeout_s + 1 s, then returns ok
 //   "hang"   never returns (the rank-0 watchdog must end the job)
 //   "fatal"  throws FatalError (the job ends)
+//   "chatty" after the agreement, one MPI_Allreduce over the group every 50 ms for half of
+//            timeout_s, then ok: a cell that talks across its nodes while it runs (a link
+//            cut mid-cell leaves its ranks stuck in a collective; tests/faults/partition.py)
 // Every cell that gets past those passes the fault points setup, forward and (training)
 // backward (Note [Fault injection]; a CellError there fails this rank only) and then runs
 // one MPI_Allreduce over the group: the group's agreement, so a rank that failed alone
@@ -106,6 +109,7 @@ class FakeCellRunner : public CellRunner {
       result.reason = "fake runner: requested failure";
       return result;
     }
+    if (name.find("chatty") != std::string::npos) chatter(cell, group);
     if (const char* delay = std::getenv("SCALEBENCH_FAKE_CELL_S")) {
       std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(delay)));
     }
@@ -117,6 +121,17 @@ class FakeCellRunner : public CellRunner {
   }
 
  private:
+  static void chatter(const CellSpec& cell, MPI_Comm group) {
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(cell.timeout_s / 2.0);
+    int stop = 0;
+    while (stop == 0) {
+      int late = std::chrono::steady_clock::now() >= until ? 1 : 0;
+      MPI_CHECK(MPI_Allreduce(&late, &stop, 1, MPI_INT, MPI_MAX, group));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
   static void fill_timings(const CellSpec& cell, int group_rank, RankResult& result) {
     result.phases = cell.mode == Mode::kTrain
                         ? std::vector<std::string>{"data", "forward", "backward", "step"}
