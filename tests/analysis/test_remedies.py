@@ -10,7 +10,8 @@ The rules checked on each setting a remedy names in backticks:
 * a program cell (spec `program.command`) gets numbers: never `iterations: auto` or
   `warmup: auto` (matrix/expand.cc refuses them), nor the auto-only `ci_width`,
   `max_seconds`, `max_iterations`;
-* `repetitions: N` is more than every compared cell already had;
+* `repetitions: N` is more than every compared cell already had; a `repetitions: auto`
+  cell is offered `max_repetitions: N` above its cap, never a fixed count;
 * more runs when the spread between runs dominates, longer runs only when the spread
   within runs does (checked on rows built with each spread dominating).
 """
@@ -31,7 +32,15 @@ import make_results
 import results_edits
 from make_results import _text_attr, fix_strings
 
-SETTINGS = {"repetitions", "iterations", "warmup", "ci_width", "max_seconds", "max_iterations"}
+SETTINGS = {
+    "repetitions",
+    "max_repetitions",
+    "iterations",
+    "warmup",
+    "ci_width",
+    "max_seconds",
+    "max_iterations",
+}
 AUTO_ONLY = {"ci_width", "max_seconds", "max_iterations"}
 COMMANDS = {"scalebench run --resume"}
 QUALITY = {
@@ -97,8 +106,13 @@ def _check(remedy: str, specs: list) -> None:
         assert key in SETTINGS, (key, remedy)
         if settings.program:
             assert value != "auto" and key not in AUTO_ONLY, (text, remedy)
-        if key == "repetitions":
+        if key == "repetitions" and value == "auto":
+            assert settings.repetitions_auto, (text, remedy)  # "let it run on": its own
+        elif key == "repetitions":
+            assert not settings.repetitions_auto, (text, remedy)
             assert int(value) > settings.repetitions, (text, settings, remedy)
+        if key == "max_repetitions":
+            assert settings.repetitions_auto and int(value) > settings.repetitions, (text, remedy)
         if value and value != "auto":
             assert int(value) > 0, (text, remedy)
 
@@ -164,6 +178,11 @@ def test_the_remedy_follows_the_spread_that_dominates():
     drift = _undecided_row(0.02, 0.03, "warm-up drift +14.0% (|drift| > 10%)")
     assert "`warmup: 10`" in drift["remedy"] and "auto" not in drift["remedy"]
     assert remedies.more_runs(3, remedies.Settings(repetitions=3)).count("`repetitions: 4`") == 1
+    auto = remedies.Settings(repetitions=20, repetitions_auto=True)
+    assert remedies.more_runs(40, auto) == (
+        "let `repetitions: auto` run on to 40 rounds (`max_repetitions: 40`)"
+    )
+    _check(remedies.more_runs(3, auto), [{"repetitions": 20, "repetitions_auto": True}])
     built_in = remedies.Settings(iterations=50, warmup=5)
     assert "`iterations: auto`" in remedies.more_iterations(built_in)
     assert "`warmup: auto`" in remedies.more_warmup(built_in)

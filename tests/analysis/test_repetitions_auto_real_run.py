@@ -18,6 +18,7 @@ import h5py
 import pytest
 
 from programfiles import program_repository, python_program_matrix, text
+from scalebench_analysis.tables.sequential import look_alpha
 from test_verdict_real_run import PROGRAM
 
 from conftest import run_cli, run_scalebench
@@ -83,7 +84,7 @@ def test_a_decided_pair_stops_after_three_rounds(auto_run):
             ), cell
 
 
-def test_the_decision_is_a_regression_carried_by_forward(auto_run, tmp_path):
+def test_the_decision_is_a_regression_carried_by_forward(auto_run, tmp_path, monkeypatch):
     out = tmp_path / "compare.json"
     run_cli(
         "compare",
@@ -101,3 +102,9 @@ def test_the_decision_is_a_regression_carried_by_forward(auto_run, tmp_path):
     assert row["verdict"] == "regression", row
     assert row["carried_by"] == "forward", row
     assert row["n_base"] == row["n_new"] == 3, row
+    # Held to the sequential test that stopped it (pairs.judged_alpha): judged at the looks'
+    # alpha of its cap, and the verdict line says so.
+    monkeypatch.setenv("COLUMNS", "400")  # the lines unwrapped
+    console = run_cli("compare", str(auto_run), "--branches", "main", "slow", check_rc=None)
+    alpha = look_alpha(MAX_REPETITIONS)
+    assert f"at the looks' alpha {alpha:.2g} (repetitions: auto)" in console.stdout

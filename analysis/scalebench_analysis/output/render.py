@@ -71,6 +71,10 @@ _HIDDEN = {
     "repetition",
     "repetitions",
     "remedy",
+    # The alpha a pair was judged at and whether it is its sequential test's (pairs.
+    # judged_alpha): the verdict line says so where it differs; CSV / JSON keep both.
+    "alpha",
+    "sequential",
 }
 #: Per table: columns of _HIDDEN that it shows (a node's host is its label).
 _SHOWN = {"straggler_nodes": {"host"}}

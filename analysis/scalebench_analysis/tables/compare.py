@@ -336,6 +336,8 @@ REGRESSION_COLUMNS = [
     "ci_high",
     "p_value",
     "p_adjusted",
+    "alpha",
+    "sequential",
     "n_base",
     "n_new",
     "paired",

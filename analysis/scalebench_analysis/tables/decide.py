@@ -108,9 +108,8 @@ def _cap(unit: runs.Unit) -> int:
 
 def _judge_pair(base, b: runs.Unit, new, n: runs.Unit, options: DecideOptions) -> str:
     """The verdict of one pair at the look's alpha (Note [The sequential test])."""
-    alpha = look_alpha(max(_cap(b), _cap(n)), options.alpha)
-    row = pairs.judged_row(base, b, new, n, alpha)
-    return verdict.decide(row, options.threshold, alpha)
+    row = pairs.judged_row(base, b, new, n, options.alpha)  # at its looks' alpha
+    return verdict.decide(row, options.threshold, row["alpha"])
 
 
 def _by_resolution(side: pairs.Side, unit: runs.Unit, options: DecideOptions) -> tuple:

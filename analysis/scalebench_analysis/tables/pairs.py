@@ -21,6 +21,7 @@ from ..read.loader import Results
 from . import accuracy, remedies, resolution, runs, verdict
 from .quality import iteration_samples
 from .run_statistic import JUDGED_NAME, interval_rel, judged_value
+from .sequential import look_alpha
 
 #: Columns of the judged figures beside the medians (pair rows and phase rows).
 JUDGED_BASE, JUDGED_NEW = f"{JUDGED_NAME}_base_s", f"{JUDGED_NAME}_new_s"
@@ -79,6 +80,20 @@ def _noise(reasons: dict, rels: dict) -> verdict.Noise | None:
     return verdict.Noise(verdict.untrusted_text(noisy)[0], "", spread)
 
 
+def judged_alpha(base_unit, new_unit, alpha: float) -> float:
+    """The alpha a pair is judged at: `alpha`, or for a pair with a `repetitions: auto`
+    side the alpha of its looks (Note [The sequential test] in sequential.py). Such a
+    series stopped at the first look that decided it; judging its runs afterwards at
+    `alpha` would give an A/A pair every look's chance again (23 % at the default cap),
+    so compare holds it to the rule that stopped it."""
+    caps = [
+        int(u.spec.get("repetitions", 1) or 1)
+        for u in (base_unit, new_unit)
+        if u.spec.get("repetitions_auto", False)
+    ]
+    return look_alpha(max(caps), alpha) if caps else alpha
+
+
 def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict:
     """The row of two units with ok runs each (Note [Runs are the unit of evidence]):
     verdict.judge of their runs' judged figures (verdict still "" when a test is to decide;
@@ -86,6 +101,8 @@ def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict
     alone weighed against the change), the medians beside them, the phases' changes
     (`phase_changes`: (phase, verdict.phase_change) list), the spreads `finish` chooses a
     remedy by, the throughputs and speedup, trusted, accuracy, `paired` and the ids."""
+    judged_at = judged_alpha(base_unit, new_unit, alpha)
+    sequential, alpha = judged_at != alpha, judged_at
     b_runs = runs.ok_runs(base_unit)
     n_runs = runs.ok_runs(new_unit)
     paired = runs.rounds_paired(base.results, base_unit, b_runs, new.results, new_unit, n_runs)
@@ -106,6 +123,8 @@ def judged_row(base: Side, base_unit, new: Side, new_unit, alpha: float) -> dict
     rels = np.asarray(b_rels + n_rels, float)
     row.update(
         {JUDGED_BASE: row["base_s"], JUDGED_NEW: row["new_s"]},
+        alpha=alpha,
+        sequential=sequential,
         median_base_s=float(np.nanmedian(runs.run_figures(base_unit, b_runs))),
         median_new_s=float(np.nanmedian(runs.run_figures(new_unit, n_runs))),
         spread_between=resolution.log_spread(b_figures, n_figures, paired=False),
@@ -201,6 +220,15 @@ def _judged_beside(r: dict) -> str:
     return f" ({JUDGED_NAME} of each run's steps; median {base * 1e3:.4g} -> {new * 1e3:.4g} ms)"
 
 
+def _sequential_note(r: dict) -> str:
+    """ ", at the looks' alpha 0.0078 (repetitions: auto)" for a pair judged_alpha held to
+    its sequential test; "" otherwise."""
+    alpha = r.get("alpha")
+    if alpha is None or r.get("sequential") is not True:
+        return ""
+    return f", at the looks' alpha {alpha:.2g} (repetitions: auto)"
+
+
 def resolution_line(r: dict) -> str:
     """ "resolution: <label>: ..." of a pair left undecided with 2+ runs a side (issue 52
     deliver 3): the smallest change its runs could show at alpha with the spread they had,
@@ -257,6 +285,7 @@ def verdict_notes(table: pd.DataFrame) -> list[str]:
             )
             if r.get("paired") is True:
                 line += " (paired by round)"
+            line += _sequential_note(r)
             phases = str(r.get("phases", "")).split("; ")
             carried = [p for p in phases if p.split(" ")[0] == r["carried_by"]]
             if carried and r["carried_by"]:
@@ -294,6 +323,7 @@ def finish(row: dict, threshold: float, alpha: float, p_adjusted: float | None =
     `carried_by` (phases_text), and for a row the spread left undecided (inconclusive by
     its noise, or not significant) the runs a side the threshold needs (`runs_needed`,
     resolution.runs_needed) and the remedy that fits the spread that dominates."""
+    alpha = row.get("alpha", alpha)  # judged_alpha's: a repetitions: auto pair's looks'
     row["verdict"] = verdict.decide(row, threshold, alpha, p_adjusted)
     row["phases"] = phases_text(row)
     spread = row.get("spread_for_runs", math.nan)

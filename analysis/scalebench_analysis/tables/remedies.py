@@ -7,7 +7,9 @@ Contract (tests/analysis/test_remedies.py walks every remedy text against it):
 * a program cell (spec `program.command`) runs its own loop of `{steps}` iterations, so
   `iterations: auto` and `warmup: auto` are never offered for it (matrix/expand.cc refuses
   them); it gets numbers;
-* `repetitions: N` always names more repetitions than the cell already had;
+* `repetitions: N` always names more repetitions than the cell already had; for a
+  `repetitions: auto` cell (stopped at its cap undecided) the remedy is a higher cap,
+  `max_repetitions: N`, more than its cap;
 * more runs when the spread between runs dominates, more iterations only when the spread
   within a run does (Kalibera & Jones: each level's repetitions follow from its variance;
   `spread_cause`).
@@ -29,13 +31,15 @@ _WARMUP_AUTO_CAP = 50
 @dataclass(frozen=True)
 class Settings:
     """What the compared cells ran with, as far as a remedy needs it: `program` (either side
-    a program cell), the largest `repetitions`, `iterations` (0: auto) and `warmup` (-1:
-    auto) of the two sides' specs."""
+    a program cell), the largest `repetitions` (with `repetitions: auto` its cap,
+    max_repetitions), `iterations` (0: auto) and `warmup` (-1: auto) of the two sides'
+    specs, `repetitions_auto` (either side)."""
 
     program: bool = False
     repetitions: int = 1
     iterations: int = 10
     warmup: int = 1
+    repetitions_auto: bool = False
 
     @classmethod
     def of(cls, *specs: dict) -> Settings:
@@ -49,6 +53,7 @@ class Settings:
             repetitions=max(number(s, "repetitions", 1) for s in specs),
             iterations=max(number(s, "measured_iterations", 10) for s in specs),
             warmup=max(number(s, "warmup_iterations", 1) for s in specs),
+            repetitions_auto=any(bool(s.get("repetitions_auto", False)) for s in specs),
         )
 
 
@@ -60,6 +65,8 @@ def more_runs(needed: int, settings: Settings) -> str:
     """`repetitions: N` with N the runs a side `needed`, at least 3 and more than the cells
     had."""
     n = max(int(needed), 3, settings.repetitions + 1)
+    if settings.repetitions_auto:  # it stopped at its cap undecided: a higher cap
+        return f"let `repetitions: auto` run on to {n} rounds (`max_repetitions: {n}`)"
     return f"run each side {n} times (`repetitions: {n}`, {_INTERLEAVED})"
 
 
