@@ -97,13 +97,23 @@ def decompress_chunks(shape: tuple, chunk: tuple, filters: tuple, pieces: list) 
     return data
 
 
+# Note [Open datasets]
+# load() reads every cell before it collects their timings (their decompression overlaps the
+# reading of the next cells). A CellTimings that kept its h5py Dataset kept the dataset open
+# in HDF5 (its object, chunk cache and index: about 85 KB) until the last cell was read: at
+# 10^4 cells 0.85 GB of the 1.2 GB peak of `analyze` (issue 53). A dataset read in place is
+# dropped at once; one whose decompression runs in the worker thread is kept only for the
+# fallback of a chunk that does not decompress, and only sweeps of long cells (chunks of
+# 64 KB and more) have those.
+
+
 @dataclass
 class CellTimings:
     """A cell's `timings` as read by cell_timings: the values, or their decompression in
     load()'s worker thread (Note [Timings decompressed in a thread])."""
 
     cell_id: str
-    dataset: h5py.Dataset
+    dataset: h5py.Dataset | None  # only while its decompression runs (Note [Open datasets])
     phases: object
     warmup: int
     data: np.ndarray | Future
@@ -139,6 +149,7 @@ def cell_timings(cell_id: str, group: h5py.Group, pool: ThreadPoolExecutor) -> C
     stored = stored_chunks(dataset)
     if stored is None:
         data = np.asarray(dataset[()], dtype=float)
+        dataset = None  # read: closed now, see Note [Open datasets]
     else:
         data = pool.submit(decompress_chunks, dataset.shape, dataset.chunks, *stored)
     return CellTimings(cell_id, dataset, phases, warmup, data)
