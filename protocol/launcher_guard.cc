@@ -112,7 +112,7 @@ void guard_launcher_end(const char* reason, double grace_s) noexcept {
       line, sizeof line,
       "scalebench: %s (pid %d) did not end within %g s of the job's end (%s): a node's "
       "daemon does not answer (a node cut off?), so it is ended now (SIGKILL; exit status "
-      "137). The results file is complete; see docs/reliability.md#a-node-cut-off\n",
+      "137). Every finished cell is saved; see docs/reliability.md#a-node-cut-off\n",
       comm, static_cast<int>(launcher), grace_s, reason);
   const size_t size = std::min(static_cast<size_t>(std::max(written, 0)), sizeof line - 1);
   char launcher_stderr[64];
