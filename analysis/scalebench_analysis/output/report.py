@@ -48,8 +48,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <div class="cards">{% for card in cards %}
  <div class="card {{ card.kind }}"><b>{{ card.value }}</b>{{ card.name }}</div>{% endfor %}
 </div>
-{% if gate %}<p><b>{{ gate }}</b></p>{% endif %}
-{% if sweep %}
+{% if gate %}<p><b>{{ gate }}</b></p>{% endif %}{% if sweep %}
 <h2 id="sweep">Sweep: {{ sweep.cells }} cells</h2>
 <p class="caption">Each swept axis: how many values, and the share of the spread of log
 throughput over the ok cells it explains alone (docs/analysis-guide.md#large-sweeps).</p>
