@@ -18,7 +18,8 @@ two busy processes switching 2 s on, 2 s off).
 
 Printed per condition, design and change: trials, A/A false verdicts (a regression or an
 improvement of `aa`), detections (`regression`), slower called faster (an `improvement` of a
-`p<N>`), undecided, runs a side (median), and the trial's wall time (median), then the
+`p<N>`), undecided, runs a side (median), the comparison's resolution (median: the smallest
+change its runs could show, resolution.py), and the trial's wall time (median), then the
 TABLE| lines of tests/perf/run.sh. A measurement, never pass/fail: exit 0 unless a run could
 not be made.
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -136,19 +138,22 @@ def one_trial(args, design: str, condition: str, work: Path) -> dict:
             compare, check=False, env=env, capture_output=True, text=True, timeout=600
         )
         (row,) = json.loads(out.read_text())["sections"]["regressions"]
-        verdicts[name] = (row["verdict"], max(int(row["n_base"]), int(row["n_new"])))
+        runs = max(int(row["n_base"]), int(row["n_new"]))
+        verdicts[name] = (row["verdict"], runs, float(row.get("resolution") or "nan"))
     return {"verdicts": verdicts, "wall_s": wall}
 
 
 def tally(trials: list, name: str) -> dict:
     found = [t["verdicts"][name] for t in trials]
-    verdicts = [v for v, _ in found]
+    verdicts = [v for v, _, _ in found]
+    resolutions = [r for _, _, r in found if math.isfinite(r)]
     return {
         "trials": len(found),
         "regression": verdicts.count("regression"),
         "improvement": verdicts.count("improvement"),
         "undecided": sum(v not in DECIDED for v in verdicts),
-        "runs": statistics.median(n for _, n in found),
+        "runs": statistics.median(n for _, n, _ in found),
+        "resolution": statistics.median(resolutions) if resolutions else float("nan"),
         "wall_s": statistics.median(t["wall_s"] for t in trials),
     }
 
@@ -192,7 +197,10 @@ def main() -> int:
     header = (
         "condition | design | branch | trials | A/A false or regression | improvement"
     )
-    print(header + " | undecided | runs a side (median) | wall s a trial (median)")
+    print(
+        header + " | undecided | runs a side (median) | resolution (median) "
+        "| wall s a trial (median)"
+    )
     for condition in args.conditions.split(","):
         for design in args.designs.split(","):
             trials = []
@@ -203,7 +211,8 @@ def main() -> int:
                 t = tally(trials, name)
                 print(
                     f"{condition} | {design} | {name} | {t['trials']} | {t['regression']} | "
-                    f"{t['improvement']} | {t['undecided']} | {t['runs']:g} | {t['wall_s']:.0f}"
+                    f"{t['improvement']} | {t['undecided']} | {t['runs']:g} | "
+                    f"+-{t['resolution']:.1%} | {t['wall_s']:.0f}"
                 )
                 print(table_line(condition, design, name, t))
     print(f"load after: {os.getloadavg()[0]:.1f}")
