@@ -170,12 +170,22 @@ def _pooled(ok: pd.DataFrame) -> pd.DataFrame:
     """One row per compared cell: a repeated cell's repetitions pooled into its repetition-0
     row (its first, when that one is not ok) with `runs` (each run's median_s), `untrusted`
     (each run's untrusted_because), `median_s` the median over the runs and `trusted` only
-    when every run is."""
+    when every run is. Rows in the order of each cell's first row; a cell run once is its own
+    row with one run, set for all such cells at once (a row copy each took 2 ms: 20 s of
+    a 10^4-cell report, issue 53)."""
     if ok.empty:
         return ok.assign(runs=[], untrusted=[])
     key = ok["series_id"].fillna(ok["cell_id"]) if "series_id" in ok else ok["cell_id"]
+    alone = ~key.duplicated(keep=False)
+    single = ok[alone].copy()
+    single["runs"] = [[float(m)] for m in single["median_s"]]
+    single["median_s"] = [float(m) for m in single["median_s"]]
+    reasons = single.get("untrusted_because", pd.Series("", index=single.index))
+    single["untrusted"] = [[r if isinstance(r, str) else ""] for r in reasons]
+    if "trusted" in single:
+        single["trusted"] = [bool(t) for t in single["trusted"].fillna(True)]
     rows = []
-    for _, group in ok.groupby(key, sort=False):
+    for _, group in ok[~alone].groupby(key[~alone], sort=False):
         first = group.iloc[0].copy()
         first["runs"] = [float(m) for m in group["median_s"]]
         first["median_s"] = float(np.median(first["runs"]))
@@ -184,7 +194,8 @@ def _pooled(ok: pd.DataFrame) -> pd.DataFrame:
         if "trusted" in group:
             first["trusted"] = bool(group["trusted"].fillna(True).astype(bool).all())
         rows.append(first)
-    return pd.DataFrame(rows).reset_index(drop=True)
+    pooled = pd.concat([single, pd.DataFrame(rows)]) if rows else single
+    return pooled.sort_index(kind="stable").reset_index(drop=True)
 
 
 def _contexts(cells: pd.DataFrame, trust: pd.DataFrame | None):
