@@ -2,7 +2,10 @@
 // matrix/branch_resolution.h.
 #include "matrix/branch_resolution.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <set>
+#include <system_error>
 
 #include "common/base/diagnostics.h"
 
@@ -62,6 +65,41 @@ std::map<std::string, std::string> resolve_matrix_commits(const ExpandedMatrix& 
   }
   if (!errors.empty()) throw InputError(errors);
   return commits;
+}
+
+void add_ref_errors_beside_file_errors(const std::filesystem::path& path, const std::string& text,
+                                       Diagnostics& diagnostics) {
+  ExpandedMatrix matrix;
+  matrix.path = path;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    if (!root.IsMap() || !root["repo"] || !root["repo"].IsScalar()) return;
+    const YAML::Node branches = root["branches"];
+    if (!branches || !branches.IsSequence()) return;
+    matrix.repo = root["repo"].Scalar();
+    for (size_t i = 0; i < branches.size(); ++i) {
+      if (!branches[i].IsScalar()) return;
+      matrix.branches.push_back(branches[i].Scalar());
+      const YAML::Mark mark = branches[i].Mark();
+      matrix.branch_where.push_back(
+          {path.string(), mark.line + 1, mark.column + 1, "branches[" + std::to_string(i) + "]"});
+    }
+    std::error_code ec;
+    if (!std::filesystem::exists(matrix_repo_path(matrix) / ".git", ec)) return;
+  } catch (const std::exception&) {
+    return;  // the YAML or the repo: itself is what is wrong: the file's errors say so
+  }
+  std::set<std::string> added;
+  for (size_t i = 0; i < matrix.branches.size(); ++i) {
+    const std::string where = where_of(matrix, i);
+    try {
+      resolve_ref(matrix_repo_path(matrix), matrix.branches[i], where);
+    } catch (const InputError& error) {
+      std::string message = error.what();
+      if (message.rfind(where + ": ", 0) == 0) message = message.substr(where.size() + 2);
+      if (added.insert(message).second) diagnostics.error(matrix.branch_where[i], message);
+    }
+  }
 }
 
 std::map<std::string, ResolvedBranch> checkout_matrix_branches(

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/base/diagnostics.h"
+#include "matrix/branch_resolution.h"
 #include "matrix/request.h"
 #include "matrix/text.h"
 
@@ -80,6 +81,7 @@ ExpandedMatrix load_matrix_text(const std::filesystem::path& path, const std::st
     diagnostics.error({file, 0, 0, ""}, "the matrix expands to no cells; check the exclude rules");
   }
   if (diagnostics.has_errors()) {
+    if (matrix.format == "yaml") add_ref_errors_beside_file_errors(path, text, diagnostics);
     std::string message = diagnostics.error_text();
     for (const auto& warning : diagnostics.warning_lines()) message += "\n" + warning;
     throw MatrixError(message);

@@ -169,6 +169,38 @@ TEST(BranchResolution, EveryUnknownRefAtItsLineWithTheClosestNameAndNothingCheck
   EXPECT_FALSE(std::filesystem::exists(work / "worktrees")) << "a worktree before the refusal";
 }
 
+// Note [Refs beside file errors]: a schema error and a misspelt branch in one file are said
+// in one pass, each at its line:column, the ref with the closest name.
+TEST(BranchResolution, ABadRefIsReportedBesideTheFilesOwnErrors) {
+  const FixtureRepo fixture;
+  const auto path = fixture.root.path() / "m.yaml";
+  write_file(path,
+             "repo: repo\nbranches: [main, featur]\nsweep:\n  batch_sizes: [4]\n"
+             "  world_sizes: 2\nexperiments:\n  - name: a\n    model: mlp\n");
+  try {
+    load_matrix(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string text = e.what();
+    const auto ref = text.find(path.string() + ":2:18: branches[1]: ref featur names no commit");
+    const auto schema = text.find(path.string() + ":5:");
+    EXPECT_NE(ref, std::string::npos) << text;
+    EXPECT_NE(text.find("did you mean feature?"), std::string::npos) << text;
+    EXPECT_NE(schema, std::string::npos) << text;
+    EXPECT_LT(ref, schema) << "in the file's order: " << text;
+  }
+  // A repo: that is no checkout's top adds nothing (validate checks refs there only).
+  write_file(path,
+             "repo: elsewhere\nbranches: [main, featur]\nsweep:\n  batch_sizes: [4]\n"
+             "  world_sizes: 2\nexperiments:\n  - name: a\n    model: mlp\n");
+  try {
+    load_matrix(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find("featur"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BranchResolution, StoreWritesCommitDateAndDirty) {
   const testing_util::TempDir dir;
   const auto path = dir.path() / "r.h5";
