@@ -265,8 +265,9 @@ CellSummary summarize_cell(const CellSpec& spec, const std::vector<RankResult>& 
       s.stop_reason == "precise" || s.stop_reason == "budget" || s.stop_reason == "cap";
   s.valid_cv =
       chose_iterations ? s.stop_reason == "precise" : s.time.cv <= limits.max_cv;  // false for NaN
-  // A program cell's replicas are checked only when its program reports param_checksum.
-  const bool checksums = spec.program.command.empty() ||
+  // A program cell's replicas are checked only when its program reports param_checksum; a
+  // replay cell has no parameters (Note [Replay workload]), so none.
+  const bool checksums = (spec.program.command.empty() && spec.model.replay.empty()) ||
                          std::any_of(tables.begin(), tables.end(), [](const RankTable& t) {
                            return !std::isnan(t.metric("param_checksum"));
                          });

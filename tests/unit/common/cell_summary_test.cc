@@ -83,6 +83,12 @@ TEST(CellSummary, ReplicasOutOfSyncInvalidates) {
   const auto r0 = make_rank(0, kTrainPhases, 0, rows, {{"param_checksum", 1.0}});
   const auto r1 = make_rank(1, kTrainPhases, 0, rows);
   EXPECT_FALSE(summarize_cell(train_cell(2, 4), {r0, r1}).valid_replicas_in_sync);
+  // A replay cell has no parameters (Note [Replay workload]): nothing to hold in sync.
+  CellSpec replay = train_cell(2, 4);
+  replay.model = ModelSpec{};
+  replay.model.replay = "resnet50.json";
+  const auto bare = make_rank(0, kTrainPhases, 0, rows);
+  EXPECT_TRUE(summarize_cell(replay, {bare, r1}).valid_replicas_in_sync);
 }
 
 TEST(CellSummary, AnUntrustedRankInvalidates) {
