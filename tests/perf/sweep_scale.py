@@ -93,7 +93,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     commands = [c for c in args.commands.split(",") if c]
     print(
-        f"{'cells':>8} {'command':>8} {'seconds':>8} {'peak MiB':>9} {'lines':>7}  s/1k cells"
+        f"{'cells':>8} {'command':>8} {'wall s':>8} {'cpu s':>7} {'peak MiB':>9} {'lines':>7}"
     )
     for cells in (int(s) for s in args.sizes.split(",")):
         path = work / f"sweep{cells}.h5"
