@@ -321,6 +321,7 @@ cytodl_run_files=(
   SCALEBENCH_CYTODL_TRAIN_FILE="$repo/build/test-runs/cytodl/train.h5"
   SCALEBENCH_CYTODL_INFER_FILE="$repo/build/test-runs/cytodl/infer.h5"
   SCALEBENCH_CYTODL_SHADOWED_FILE="$repo/build/test-runs/cytodl/shadowed.h5"
+  SCALEBENCH_CYTODL_AUTO_FILE="$repo/build/test-runs/cytodl/auto.h5"
 )
 # Note [pytest on both cores]: most analysis tests run the CLI in a subprocess (imports of
 # pandas, h5py and matplotlib, then a report or a table), one core each; pytest-xdist runs two

@@ -1,7 +1,8 @@
 """The real CytoDL (cyto-dl 0.6.2 from PyPI) on two branches: the results files of
 docs/examples/cytodl/run_example.sh, run by tests/run_all.sh with CytoDL's own environment
 (SCALEBENCH_CYTODL_VENV) and named in SCALEBENCH_CYTODL_TRAIN_FILE, SCALEBENCH_CYTODL_INFER_FILE and
-SCALEBENCH_CYTODL_SHADOWED_FILE; each test is skipped without its file.
+SCALEBENCH_CYTODL_SHADOWED_FILE and SCALEBENCH_CYTODL_AUTO_FILE (cytodl_auto.csv:
+`repetitions: auto`); each test is skipped without its file.
 
 The branch `slow-forward` sleeps SLOW_FORWARD_S in `MultiTaskIm2Im._train_forward`
 (docs/examples/cytodl/make_project.py) and changes nothing else: every check below is one the
@@ -17,6 +18,7 @@ import os
 import numpy as np
 import pytest
 
+import scalebench_analysis as sa
 from programfiles import measured, read_program_cells, shares
 
 from conftest import run_cli
@@ -47,6 +49,11 @@ def cytodl_infer_file() -> str:
 @pytest.fixture(scope="module")
 def cytodl_shadowed_file() -> str:
     return _file("SCALEBENCH_CYTODL_SHADOWED_FILE")
+
+
+@pytest.fixture(scope="module")
+def cytodl_auto_file() -> str:
+    return _file("SCALEBENCH_CYTODL_AUTO_FILE")
 
 
 def _by_branch_and_world(cells: dict) -> dict:
@@ -208,3 +215,35 @@ def test_the_shadowed_branch_is_flagged_with_its_remedy(cytodl_shadowed_file):
     assert 'PYTHONPATH: "."' in reason, reason
     done = run_cli("analyze", cytodl_shadowed_file, check_rc=0)
     assert "trusted no" in done.stdout or "untrusted" in done.stdout, done.stdout
+
+
+def test_repetitions_auto_decides_the_slower_branch(cytodl_auto_file, monkeypatch):
+    """cytodl_auto.csv: both branches at world 1, `repetitions: auto` up to 6 rounds (issue
+    52's done-when). `slow-forward` is never called an improvement; decided, it is a
+    regression carried by forward, judged at the looks' alpha, and the run stopped at the
+    round that decided it (every cell of a round after it recorded skipped); undecided, the
+    console says the budget ran out (its resolution line) rather than giving a verdict."""
+    monkeypatch.setenv("COLUMNS", "400")
+    done = run_cli("compare", cytodl_auto_file, "--branches", "main", "slow-forward", check_rc=None)
+    out = run_cli(
+        "compare",
+        cytodl_auto_file,
+        "--branches",
+        "main",
+        "slow-forward",
+        "--format",
+        "json",
+        check_rc=None,
+    )
+    (row,) = json.loads(out.stdout)["sections"]["regressions"]
+    assert row["verdict"] != "improvement", row
+    cells = sa.load(cytodl_auto_file).cells
+    rounds = set(cells[cells.status == "ok"].repetition.astype(int))
+    if row["verdict"] == "regression":
+        assert row["carried_by"] == "forward", row
+        assert row["sequential"] is True and row["alpha"] < 0.05, row
+        assert "at the looks' alpha" in done.stdout, done.stdout
+        assert len(rounds) == row["n_base"] == row["n_new"] <= 6, (rounds, row)
+    else:
+        assert row["verdict"] in ("inconclusive", "not significant"), row
+        assert f"resolution: {row['label']}:" in done.stdout, done.stdout

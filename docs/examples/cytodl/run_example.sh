@@ -10,7 +10,9 @@
 #   4. cytodl_infer.csv: CytoDL's eval.py (predict) on the checkpoint -> infer.h5;
 #   5. cytodl_shadowed.csv: the template without PYTHONPATH, where train.py imports the
 #      installed cyto_dl instead of the branch's: the cell is untrusted, naming it -> shadowed.h5;
-#   6. the analysis: info, compare of the branches, the run-level segments.
+#   6. cytodl_auto.csv: train.py on both branches at world size 1 with `repetitions: auto`
+#      (rounds until the comparison is decided, at most 6) -> auto.h5;
+#   7. the analysis: info, compare of the branches, the run-level segments.
 # Usage: run_example.sh [build dir] [scalebench python] [CytoDL environment folder]
 # The files are in $SCALEBENCH_DEMO_DIR (default runs/cytodl); the environment defaults to
 # $SCALEBENCH_CYTODL_VENV, else ~/.cache/scalebench-cytodl-venv (./setup.sh test's).
@@ -34,7 +36,8 @@ echo "== making the project (CytoDL's source, data, a checkpoint, two branches) 
 "$cytodl_env/bin/python" "$here/make_project.py" "$demo/project"
 # The task files and their templates live in the repository (a task CSV's repo is its
 # folder), untracked; env/ beside them is CytoDL's environment (python: env/bin/python).
-cp "$here"/cytodl_{train,infer,shadowed}.{csv,program.yaml} "$demo/project/"
+cp "$here"/cytodl_{train,infer,shadowed}.{csv,program.yaml} "$here/cytodl_auto.csv" "$demo/project/"
+cp "$here/cytodl_train.program.yaml" "$demo/project/cytodl_auto.program.yaml"
 ln -s "$(cd "$cytodl_env" && pwd)" "$demo/project/env"
 
 run() { # run <task file stem> <results name>
@@ -45,11 +48,14 @@ run() { # run <task file stem> <results name>
 run cytodl_train train
 run cytodl_infer infer
 run cytodl_shadowed shadowed
+run cytodl_auto auto
 
 echo
 "$scalebench" info "$demo/train.h5"
 echo
 "$scalebench" compare "$demo/train.h5" --branches main slow-forward || true
+echo
+"$scalebench" compare "$demo/auto.h5" --branches main slow-forward || true
 echo
 "$scalebench" info "$demo/infer.h5"
 echo
