@@ -12,6 +12,16 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+#: The arithmetic of the pure-Python programs of the tests and benchmarks (Python source, one
+#: function `work(n)`): compute, so a load stretches it as it stretches a model's step.
+PYTHON_WORK = """
+def work(n):
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+"""
+
 
 def text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)

@@ -35,7 +35,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from programfiles import program_repository, python_program_matrix, text
+from programfiles import PYTHON_WORK, program_repository, python_program_matrix, text
 
 from conftest import run_cli, run_scalebench
 
@@ -53,14 +53,9 @@ import time
 import scalebench_client as sb
 
 DELAY_S = 0.0
-
-
-def work(n):
-    total = 0
-    for i in range(n):
-        total += i * i
-    return total
-
+"""
+PROGRAM += PYTHON_WORK
+PROGRAM += """
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int)

@@ -42,7 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "analysis"))
-from programfiles import program_repository, python_program_matrix
+from programfiles import PYTHON_WORK, program_repository, python_program_matrix
 
 #: The program of every branch; FORWARD_EXTRA is the share of the step a branch adds.
 PROGRAM = """
@@ -53,14 +53,9 @@ import scalebench_client as sb
 FORWARD_EXTRA = 0.0
 DATA, FORWARD, BACKWARD = 2000, 6000, 6000
 EXTRA = int(FORWARD_EXTRA * (DATA + FORWARD + BACKWARD))
-
-
-def work(n):
-    total = 0
-    for i in range(n):
-        total += i * i
-    return total
-
+"""
+PROGRAM += PYTHON_WORK
+PROGRAM += """
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int)
