@@ -25,7 +25,11 @@ def sweep_file(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def console(sweep_file) -> list[str]:
-    return run_cli("analyze", sweep_file, check_rc=0).stdout.splitlines()
+    # The default console width (conftest's _console_width is per test, set after a module's
+    # fixture): narrower, the experiments table's constant columns move to a note under it.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COLUMNS", "120")
+        return run_cli("analyze", sweep_file, check_rc=0).stdout.splitlines()
 
 
 def test_the_summary_comes_first_and_counts_every_cell(console):
