@@ -6,6 +6,7 @@
 
 #include <set>
 #include <system_error>
+#include <vector>
 
 #include "common/base/diagnostics.h"
 
@@ -45,11 +46,26 @@ std::filesystem::path default_work_dir(const std::filesystem::path& output_path)
   return std::filesystem::path(output_path.string() + ".work");
 }
 
-std::map<std::string, std::string> resolve_matrix_commits(const ExpandedMatrix& matrix) {
-  std::map<std::string, std::string> commits;
+namespace {
+
+/// A ref of the matrix that names no commit (or a problem of its repo): `index` into
+/// `branches`, `text` as resolve_ref says it (prefixed by where_of), `problem` the same
+/// without that prefix.
+struct RefProblem {
+  size_t index = 0;
+  std::string text;
+  std::string problem;
+};
+
+/// Resolves every ref of `matrix` once into `commits` (ref -> full commit id) and returns
+/// the ones that fail, in the file's order; a problem of the repo itself (no " ref " in it)
+/// is returned once, not per branch. The one loop of resolve_matrix_commits and
+/// add_ref_errors_beside_file_errors.
+std::vector<RefProblem> resolve_every_ref(const ExpandedMatrix& matrix,
+                                          std::map<std::string, std::string>& commits) {
   const std::filesystem::path repo = matrix_repo_path(matrix);
-  std::string errors;          // every bad ref of the file at once, as for keys
-  std::set<std::string> said;  // a problem of the repo itself is said once, not per branch
+  std::vector<RefProblem> problems;
+  std::set<std::string> said;
   for (size_t i = 0; i < matrix.branches.size(); ++i) {
     const std::string& ref = matrix.branches[i];
     if (commits.count(ref) != 0) continue;
@@ -60,8 +76,19 @@ std::map<std::string, std::string> resolve_matrix_commits(const ExpandedMatrix& 
       const std::string text = error.what();
       const std::string problem = text.rfind(where, 0) == 0 ? text.substr(where.size()) : text;
       if (problem.find(" ref ") == std::string::npos && !said.insert(problem).second) continue;
-      errors += (errors.empty() ? "" : "\n") + text;
+      problems.push_back({i, text, problem});
     }
+  }
+  return problems;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> resolve_matrix_commits(const ExpandedMatrix& matrix) {
+  std::map<std::string, std::string> commits;
+  std::string errors;  // every bad ref of the file at once, as for keys
+  for (const auto& found : resolve_every_ref(matrix, commits)) {
+    errors += (errors.empty() ? "" : "\n") + found.text;
   }
   if (!errors.empty()) throw InputError(errors);
   return commits;
@@ -89,16 +116,12 @@ void add_ref_errors_beside_file_errors(const std::filesystem::path& path, const 
   } catch (const std::exception&) {
     return;  // the YAML or the repo: itself is what is wrong: the file's errors say so
   }
-  std::set<std::string> added;
-  for (size_t i = 0; i < matrix.branches.size(); ++i) {
-    const std::string where = where_of(matrix, i);
-    try {
-      resolve_ref(matrix_repo_path(matrix), matrix.branches[i], where);
-    } catch (const InputError& error) {
-      std::string message = error.what();
-      if (message.rfind(where + ": ", 0) == 0) message = message.substr(where.size() + 2);
-      if (added.insert(message).second) diagnostics.error(matrix.branch_where[i], message);
-    }
+  std::map<std::string, std::string> commits;
+  for (const auto& found : resolve_every_ref(matrix, commits)) {
+    // where_of gave "<file>:<line>:<column>: branches[i]"; the diagnostic says it again.
+    const std::string& problem = found.problem;
+    diagnostics.error(matrix.branch_where[found.index],
+                      problem.rfind(": ", 0) == 0 ? problem.substr(2) : problem);
   }
 }
 
