@@ -12,14 +12,42 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-#: The arithmetic of the pure-Python programs of the tests and benchmarks (Python source, one
-#: function `work(n)`): compute, so a load stretches it as it stretches a model's step.
-PYTHON_WORK = """
+
+def python_step_program(head: str, data: str, forward: str, backward: str) -> str:
+    """A user's training program in pure Python (no framework: a cell starts in a fraction of
+    a second), the one of the verdict tests and the run calibration: `--steps` steps through
+    scalebench_client, each a `data`, a `forward` and a `backward` phase whose bodies are the
+    given lines of Python (one a line); `head` is module-level source
+    after the imports (extra imports, the constants a branch changes). `work(n)` is n
+    multiply-adds: compute, so a load stretches it as it stretches a model's step."""
+
+    def body(lines: str) -> str:
+        return "\n".join("            " + line for line in lines.split("\n"))
+
+    return f"""
+import argparse
+
+import scalebench_client as sb
+{head}
+
 def work(n):
     total = 0
     for i in range(n):
         total += i * i
     return total
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int)
+args = parser.parse_args()
+for _ in range(args.steps):
+    with sb.step():
+        with sb.phase("data"):
+{body(data)}
+        with sb.phase("forward"):
+{body(forward)}
+        with sb.phase("backward"):
+{body(backward)}
 """
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from programfiles import PYTHON_WORK, program_repository, python_program_matrix, text
+from programfiles import program_repository, python_program_matrix, python_step_program, text
 
 from conftest import run_cli, run_scalebench
 
@@ -46,30 +46,12 @@ WARMUP, ITERATIONS, REPETITIONS = 3, 20, 3
 
 #: The user's program: data, forward, backward through scalebench_client, pure Python (no
 #: framework: each cell starts in a fraction of a second); branch `slow` sets DELAY_S.
-PROGRAM = """
-import argparse
-import time
-
-import scalebench_client as sb
-
-DELAY_S = 0.0
-"""
-PROGRAM += PYTHON_WORK
-PROGRAM += """
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--steps", type=int)
-args = parser.parse_args()
-for _ in range(args.steps):
-    with sb.step():
-        with sb.phase("data"):
-            work(2000)
-        with sb.phase("forward"):
-            work(6000)
-            time.sleep(0.004 + DELAY_S)
-        with sb.phase("backward"):
-            work(6000)
-"""
+PROGRAM = python_step_program(
+    "import time\n\nDELAY_S = 0.0\n",
+    "work(2000)",
+    "work(6000)\ntime.sleep(0.004 + DELAY_S)",
+    "work(6000)",
+)
 
 
 def _matrix(repo: Path, branches: list, repetitions: int) -> dict:

@@ -42,33 +42,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "analysis"))
-from programfiles import PYTHON_WORK, program_repository, python_program_matrix
+from programfiles import program_repository, python_program_matrix, python_step_program
 
 #: The program of every branch; FORWARD_EXTRA is the share of the step a branch adds.
-PROGRAM = """
-import argparse
-
-import scalebench_client as sb
-
-FORWARD_EXTRA = 0.0
-DATA, FORWARD, BACKWARD = 2000, 6000, 6000
-EXTRA = int(FORWARD_EXTRA * (DATA + FORWARD + BACKWARD))
-"""
-PROGRAM += PYTHON_WORK
-PROGRAM += """
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--steps", type=int)
-args = parser.parse_args()
-for _ in range(args.steps):
-    with sb.step():
-        with sb.phase("data"):
-            work(DATA)
-        with sb.phase("forward"):
-            work(FORWARD + EXTRA)
-        with sb.phase("backward"):
-            work(BACKWARD)
-"""
+PROGRAM = python_step_program(
+    "\nFORWARD_EXTRA = 0.0\nDATA, FORWARD, BACKWARD = 2000, 6000, 6000\n"
+    "EXTRA = int(FORWARD_EXTRA * (DATA + FORWARD + BACKWARD))\n",
+    "work(DATA)",
+    "work(FORWARD + EXTRA)",
+    "work(BACKWARD)",
+)
 THRESHOLD = "5%"
 DECIDED = ("regression", "improvement", "within threshold")
 
