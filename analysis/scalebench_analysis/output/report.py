@@ -13,6 +13,7 @@ from ..tables.analysis import Analysis
 from . import ops_render, report_sweep, sweep_console
 from .batch_plots import BATCH_PLOTS
 from .figures import figure_png
+from .html_table import plain_table
 from .plots import PLOTS, REPETITION_PLOTS
 from .render import TITLES, display_frame, section_notes, shown_rows
 
@@ -198,19 +199,6 @@ def html_table(name: str, frame) -> str:
     )
 
 
-def _plain_table(frame) -> str:
-    """A frame shown as it is (its values already formatted), escaped."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-        for row in frame.itertuples(index=False)
-    )
-    return (
-        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
-    )
-
-
 def _cards(analysis: Analysis) -> list[dict]:
     cells = analysis.sections["cells"]
     ok = int((cells.status == "ok").sum())
@@ -329,7 +317,7 @@ def render_html(analysis: Analysis, title: str | None = None, projection=None) -
             {
                 "id": "operators",
                 "title": "Operators of the profiled cells (top 5 a phase, per profiled step)",
-                "html": _plain_table(operators),
+                "html": plain_table(operators),
                 "notes": [
                     "Times are under the profiler (inflated by its cost): compare operators "
                     "with each other, never with the measured step (analyze --ops, "
@@ -363,7 +351,7 @@ def render_html(analysis: Analysis, title: str | None = None, projection=None) -
         repetitions=_repetitions(analysis, rendered),
         projection=projection,
         projection_table=(
-            _plain_table(projection.table)
+            plain_table(projection.table)
             if projection is not None and projection.table is not None
             else ""
         ),

@@ -36,6 +36,7 @@ import pandas as pd
 from ..read.natural_order import natural_column
 from ..tables import sweep
 from .figures import STYLE, figure_png
+from .html_table import plain_table
 from .render import display_frame
 from .sweep_console import SHOWN_ROWS, display_experiments
 
@@ -146,18 +147,6 @@ def _heatmap(cells: pd.DataFrame, axes: pd.DataFrame) -> dict | None:
     }
 
 
-def _table(frame: pd.DataFrame) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-        for row in frame.itertuples(index=False)
-    )
-    return (
-        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
-    )
-
-
 def _cells_html(cells: pd.DataFrame) -> str:
     shown = display_frame("cells", cells)
     shown = shown[[c for c in CELL_COLUMNS if c in shown]]
@@ -194,15 +183,15 @@ def sweep_section(analysis) -> dict:
     for best, title in ((True, "Best"), (False, "Worst")):
         rows = sweep.extreme_cells(cells, EXTREME_CELLS, best)
         extremes.append(
-            {"title": f"{title} {EXTREME_CELLS} cells", "html": _table(_cell_text(rows))}
+            {"title": f"{title} {EXTREME_CELLS} cells", "html": plain_table(_cell_text(rows))}
         )
     experiments = sweep.experiments_table(cells)
     return {
         "cells": len(cells),
-        "axes": _table(shown_axes),
+        "axes": plain_table(shown_axes),
         "heatmap": _heatmap(cells, axes),
         "extremes": extremes,
-        "experiments": _table(display_experiments(experiments)),
+        "experiments": plain_table(display_experiments(experiments)),
         "cells_table": _cells_html(cells),
     }
 
