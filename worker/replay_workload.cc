@@ -24,18 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The phases of a replayed step: the training phases, in the same order (scoped: Note
-/// [Unity build]).
-struct ReplayPhase {
-  enum Index : size_t { kData, kH2d, kForward, kBackward, kCommWait, kOptimizer, kStep };
-};
-
-const std::vector<std::string>& replay_phases() {
-  static const std::vector<std::string> names = {"data",      "h2d",       "forward", "backward",
-                                                 "comm_wait", "optimizer", "step"};
-  return names;
-}
-
 ReplayTable read_table(const Assignment& assignment) {
   const std::string& relative = assignment.cell.model.replay;
   const auto path = resolve_in_tree(assignment.tree, relative);
@@ -90,7 +78,9 @@ class ReplayWorkload : public Workload {
     }
   }
 
-  const std::vector<std::string>& phases() const override { return replay_phases(); }
+  const std::vector<std::string>& phases() const override {
+    return train_phases();  // a replayed step has the training phases
+  }
   int64_t warmup_iterations() const override { return planned_warmup_iterations(cell_); }
   int64_t measured_iterations() const override { return planned_measured_iterations(cell_); }
   bool lockstep() const override { return world_ > 1; }
@@ -107,14 +97,14 @@ class ReplayWorkload : public Workload {
 
   void run_iteration(int64_t iteration, PhaseTimer& timer) override {
     const double factor = iteration_factor(iteration);
-    PhaseScope step(timer, ReplayPhase::kStep);
+    PhaseScope step(timer, TrainPhase::kStep);
     {
-      PhaseScope phase(timer, ReplayPhase::kData);
+      PhaseScope phase(timer, TrainPhase::kData);
       wait_until(Clock::now() + scaled(table_.data_s, factor));
     }
-    { PhaseScope phase(timer, ReplayPhase::kH2d); }
+    { PhaseScope phase(timer, TrainPhase::kH2d); }
     {
-      PhaseScope phase(timer, ReplayPhase::kForward);
+      PhaseScope phase(timer, TrainPhase::kForward);
       auto when = Clock::now();
       for (const auto& layer : table_.layers) {
         when += scaled(layer.forward_s, factor);
@@ -122,15 +112,15 @@ class ReplayWorkload : public Workload {
       }
     }
     {
-      PhaseScope phase(timer, ReplayPhase::kBackward);
+      PhaseScope phase(timer, TrainPhase::kBackward);
       backward(factor);
     }
     {
-      PhaseScope phase(timer, ReplayPhase::kCommWait);
+      PhaseScope phase(timer, TrainPhase::kCommWait);
       finish_buckets();
     }
     {
-      PhaseScope phase(timer, ReplayPhase::kOptimizer);
+      PhaseScope phase(timer, TrainPhase::kOptimizer);
       wait_until(Clock::now() + scaled(table_.optimizer_s, factor));
     }
   }

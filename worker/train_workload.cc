@@ -16,18 +16,14 @@
 #include "worker/synthetic_data.h"
 
 namespace scalebench {
-namespace {
-
-/// The phases of a training step, as indices of the phase timer (scoped: Note [Unity build]).
-struct TrainPhase {
-  enum Index : size_t { kData, kH2d, kForward, kBackward, kCommWait, kOptimizer, kStep };
-};
 
 const std::vector<std::string>& train_phases() {
   static const std::vector<std::string> names = {"data",      "h2d",       "forward", "backward",
                                                  "comm_wait", "optimizer", "step"};
   return names;
 }
+
+namespace {
 
 /// ||p - p_ref|| / ||p_ref|| over every parameter of the two models (same architecture).
 double parameter_distance(torch::nn::Module& model, torch::nn::Module& reference) {

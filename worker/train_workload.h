@@ -8,13 +8,25 @@
 #include <mpi.h>
 #include <torch/torch.h>
 
+#include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/cell/cell_spec.h"
 #include "common/cell/messages.h"
 #include "worker/workload.h"
 
 namespace scalebench {
+
+/// The phases of a training step, as indices of the phase timer: the built-in training's
+/// and the replay workload's (worker/replay_workload.h), which records the same ones.
+struct TrainPhase {
+  enum Index : size_t { kData, kH2d, kForward, kBackward, kCommWait, kOptimizer, kStep };
+};
+
+/// The names of TrainPhase's phases, in its order.
+const std::vector<std::string>& train_phases();
 
 /// Builds the model of `assignment.cell` (zoo: seeded with cell.seed; TorchScript: loaded
 /// from `assignment.artifact`; on the CPU, then moved to `device`), the optimizer and the
